@@ -1,0 +1,198 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/scan"
+)
+
+type tentry struct {
+	id, regex, kind string
+	leadsTo         []string
+	precededBy      []string
+}
+
+func build(t *testing.T, es []tentry, logs ...string) *Report {
+	t.Helper()
+	var entries []*kb.Entry
+	for _, x := range es {
+		kind := x.kind
+		if kind == "" {
+			kind = "specific"
+		}
+		entries = append(entries, &kb.Entry{ID: x.id, Regex: x.regex, RootCauseType: kind,
+			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}})
+	}
+	s, errs := scan.New(entries)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	c := NewCollector(s.Entries())
+	for i, l := range logs {
+		if len(logs) > 1 {
+			c.File(fmt.Sprintf("rank%d.log", i))
+		}
+		st, err := s.Scan(strings.NewReader(l), c.Add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.AddStats(st)
+	}
+	return c.Report()
+}
+
+type want struct {
+	id       string
+	root     bool
+	count    int
+	first    int
+	causedBy []string
+	subsumes []string
+}
+
+func check(t *testing.T, r *Report, ws []want) {
+	t.Helper()
+	if len(r.Diagnoses) != len(ws) {
+		var ids []string
+		for _, d := range r.Diagnoses {
+			ids = append(ids, d.ID)
+		}
+		t.Fatalf("got diagnoses %v, want %d", ids, len(ws))
+	}
+	for i, w := range ws {
+		d := r.Diagnoses[i]
+		if d.ID != w.id || d.Root != w.root || d.Count != w.count || d.FirstLine != w.first ||
+			!slices.Equal(d.CausedBy, w.causedBy) || !slices.Equal(d.Subsumes, w.subsumes) {
+			t.Errorf("diagnosis %d = {%s root=%v count=%d first=%d caused_by=%v subsumes=%v}, want %+v",
+				i, d.ID, d.Root, d.Count, d.FirstLine, d.CausedBy, d.Subsumes, w)
+		}
+	}
+}
+
+var cublas = []tentry{
+	{id: "cuda/cublas-alloc-failed", regex: "CUBLAS_STATUS_ALLOC_FAILED when calling `?(?P<call>\\w+)", kind: "generic"},
+	{id: "cuda/cublas-alloc-failed-cublaslt", regex: "CUBLAS_STATUS_ALLOC_FAILED when calling `?cublasLtMatmulAlgoGetHeuristic"},
+}
+
+func TestSpecificBeatsGenericOnTheSameLine(t *testing.T) {
+	r := build(t, cublas, "step 1\nRuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasLtMatmulAlgoGetHeuristic( ltHandle, computeDesc.descriptor())`\n")
+	check(t, r, []want{{id: "cuda/cublas-alloc-failed-cublaslt", root: true, count: 1, first: 2,
+		subsumes: []string{"cuda/cublas-alloc-failed"}}})
+}
+
+func TestGenericStandsWhereTheSpecificDoesNotMatch(t *testing.T) {
+	r := build(t, cublas,
+		"CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n"+
+			"CUBLAS_STATUS_ALLOC_FAILED when calling `cublasLtMatmulAlgoGetHeuristic(...)`\n")
+	check(t, r, []want{
+		{id: "cuda/cublas-alloc-failed", root: true, count: 1, first: 1},
+		{id: "cuda/cublas-alloc-failed-cublaslt", root: true, count: 1, first: 2},
+	})
+	if got := r.Diagnoses[0].Facts["call"]; got != "cublasCreate" {
+		t.Errorf("facts = %v", r.Diagnoses[0].Facts)
+	}
+}
+
+func TestTwoErrorsOnOneLineBothCount(t *testing.T) {
+	r := build(t, []tentry{
+		{id: "nccl/unhandled-cuda-error", regex: "unhandled cuda error", kind: "generic"},
+		{id: "cuda/illegal-memory-access", regex: "an illegal memory access was encountered", leadsTo: []string{"nccl/unhandled-cuda-error"}},
+	}, "NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled cuda error, NCCL version 2.18.1; Last error: Cuda failure 'an illegal memory access was encountered'\n")
+	check(t, r, []want{
+		{id: "cuda/illegal-memory-access", root: true, count: 1, first: 1},
+		{id: "nccl/unhandled-cuda-error", root: false, count: 1, first: 1, causedBy: []string{"cuda/illegal-memory-access"}},
+	})
+}
+
+var cascade = []tentry{
+	{id: "cuda/device-side-assert", regex: `device-side assert triggered|Assertion .* failed`, leadsTo: []string{"cuda/cublas-execution-failed"}},
+	{id: "cuda/cublas-execution-failed", regex: `CUBLAS_STATUS_EXECUTION_FAILED`},
+	{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, precededBy: []string{"cuda/device-side-assert"}},
+	{id: "cuda/misaligned-address", regex: `misaligned address`},
+}
+
+func TestTheGraphPutsTheCauseFirstEvenWhenItIsPrintedLater(t *testing.T) {
+	// The cuBLAS failure is printed first (asynchronous error reporting),
+	// the assert later; the graph says the assert leads to it.
+	r := build(t, cascade, "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm`\n"+
+		"x\n"+
+		"IndexKernel.cu:92: block: [0,0,0] Assertion `index out of bounds` failed.\n")
+	check(t, r, []want{
+		{id: "cuda/device-side-assert", root: true, count: 1, first: 3},
+		{id: "cuda/cublas-execution-failed", root: false, count: 1, first: 1, causedBy: []string{"cuda/device-side-assert"}},
+	})
+}
+
+func TestPrecededByAndUnrelatedErrorsInInputOrder(t *testing.T) {
+	r := build(t, cascade,
+		"[rank1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)\n"+
+			"CUDA error: misaligned address\n",
+		"RuntimeError: CUDA error: device-side assert triggered\n")
+	check(t, r, []want{
+		{id: "cuda/misaligned-address", root: true, count: 1, first: 2},
+		{id: "cuda/device-side-assert", root: true, count: 1, first: 1},
+		{id: "nccl/watchdog-timeout", root: false, count: 1, first: 1, causedBy: []string{"cuda/device-side-assert"}},
+	})
+	if r.Diagnoses[1].File != "rank1.log" || r.Diagnoses[2].File != "rank0.log" || r.Stats.Files != 2 {
+		t.Errorf("files: %q %q, stats %+v", r.Diagnoses[1].File, r.Diagnoses[2].File, r.Stats)
+	}
+}
+
+func TestACycleIsBrokenAtTheFirstError(t *testing.T) {
+	r := build(t, []tentry{
+		{id: "a/x", regex: "XXX", leadsTo: []string{"a/y"}},
+		{id: "a/y", regex: "YYY", leadsTo: []string{"a/x"}},
+	}, "YYY\nXXX\n")
+	check(t, r, []want{
+		{id: "a/y", root: false, count: 1, first: 1, causedBy: []string{"a/x"}},
+		{id: "a/x", root: false, count: 1, first: 2, causedBy: []string{"a/y"}},
+	})
+}
+
+func TestTenThousandRepeatsCollapse(t *testing.T) {
+	var b strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&b, "[rank%d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d)\n", i%8, i)
+	}
+	r := build(t, cascade, b.String())
+	check(t, r, []want{{id: "nccl/watchdog-timeout", root: true, count: 10000, first: 1}})
+	ev := r.Diagnoses[0].Evidence
+	if len(ev) != MaxEvidence || ev[0].Line != 1 || ev[1].Line != 2 || ev[2].Line != 10000 || r.Diagnoses[0].LastLine != 10000 {
+		t.Errorf("evidence = %+v", ev)
+	}
+	if r.Stats.Lines != 10000 {
+		t.Errorf("stats = %+v", r.Stats)
+	}
+}
+
+func TestNothingFound(t *testing.T) {
+	r := build(t, cascade, "epoch 1 loss 0.3\nepoch 2 loss 0.2\n")
+	if r.Diagnoses == nil || len(r.Diagnoses) != 0 {
+		t.Fatalf("got %v", r.Diagnoses)
+	}
+}
+
+func TestSpecificity(t *testing.T) {
+	tests := []struct {
+		re   string
+		want int
+	}{
+		{"abc", 3},
+		{"abc|de", 2},
+		{"ab(c)?d", 3},
+		{"x+", 1},
+		{`CUBLAS_STATUS_ALLOC_FAILED when calling \x60?(?P<call>\w+)`, 40},
+		{`a{3}`, 3},
+		{`[ab]c`, 1},
+		{`(?<!`, 0},
+	}
+	for _, tt := range tests {
+		if got := Specificity(tt.re); got != tt.want {
+			t.Errorf("Specificity(%q) = %d, want %d", tt.re, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/internal/render"
+	"github.com/gpudx/gpudx/scan"
+)
+
+type diagnoseOpts struct {
+	format, lang, color string
+	kb                  []string
+	binary, exitCode    bool
+}
+
+func newDiagnoseCmd(env *IO) *cobra.Command {
+	var o diagnoseOpts
+	cmd := &cobra.Command{
+		Use:   "diagnose [FILE | DIR | -]...",
+		Short: "Find known GPU errors in logs and say what to do",
+		Long: `Scan logs for known GPU errors and report them root cause first: what went
+wrong, what not to waste time on (with how often it fails), and what to do
+now (with how often it works and the exact command or setting).
+
+Inputs are files, directories (every file below them) or - for standard
+input; with no argument, standard input is read when it is not a terminal.
+Gzip-compressed logs are read as they are. Several inputs (one per rank or
+node) give one report, each diagnosis naming the file it was first seen in.
+
+Exit status: 0 when the scan finished (with or without findings), 1 with
+--exit-code when a known error was found, 2 for bad flags or unreadable
+input.`,
+		Example: `  # A log file, in the terminal
+  gpudx diagnose train.log
+
+  # Every rank's log, as JSON for a script
+  gpudx diagnose --format json logs/
+
+  # Markdown to paste into an issue, in Chinese
+  python train.py 2>&1 | gpudx diagnose --format markdown --lang zh -
+
+  # Fail a CI step when a known GPU error is in the output
+  gpudx diagnose --exit-code job.log`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runDiagnose(env, o, args) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.format, "format", "f", "text", "output format: text, json or markdown")
+	f.StringVar(&o.lang, "lang", "en", "language of text and markdown output: en or zh")
+	f.StringVar(&o.color, "color", "auto", "colour text output: auto (a terminal without NO_COLOR), always or never")
+	f.StringArrayVar(&o.kb, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB); its entries replace built-in ones with the same id")
+	f.BoolVar(&o.binary, "binary", false, "scan files that look binary instead of refusing them")
+	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found")
+	return cmd
+}
+
+func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
+	if err := checkFormat(o.format, "text", "json", "markdown"); err != nil {
+		return err
+	}
+	if err := checkLang(o.lang); err != nil {
+		return err
+	}
+	color, err := colorFor(o.color, env.Out, env)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		if env.Terminal(env.In) {
+			return usageErr("no input: give log files, a directory, or - to read standard input\nRun 'gpudx diagnose --help' for usage.")
+		}
+		args = []string{"-"}
+	}
+	inputs, err := expandInputs(args)
+	if err != nil {
+		return err
+	}
+	base, err := loadBase(kbPaths(o.kb, env), env)
+	if err != nil {
+		return err
+	}
+	sc, errs := scan.New(base.Entries())
+	for _, e := range errs {
+		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
+	}
+	col := diagnose.NewCollector(sc.Entries())
+	var failed error
+	for _, in := range inputs {
+		r, closeFn, err := openInput(in, env.In, o.binary)
+		if err != nil {
+			// Report the rest: one unreadable file must not hide what the
+			// others say. The exit status still says something failed.
+			fmt.Fprintf(env.Err, "gpudx: %v\n", err)
+			failed = err
+			continue
+		}
+		if len(inputs) > 1 {
+			col.File(in.name)
+		}
+		st, err := sc.Scan(r, col.Add)
+		closeFn()
+		col.AddStats(st)
+		if err != nil {
+			fmt.Fprintf(env.Err, "gpudx: %s: read error after %d bytes: %v\n", in.name, st.Bytes, err)
+			failed = err
+		}
+	}
+	rep := col.Report()
+	ro := render.Options{Lang: o.lang, Color: color}
+	switch o.format {
+	case "json":
+		err = render.JSON(env.Out, rep)
+	case "markdown":
+		err = render.Markdown(env.Out, rep, ro)
+	default:
+		err = render.Text(env.Out, rep, ro)
+	}
+	if err != nil {
+		return &exitError{ExitUsage, fmt.Errorf("writing output: %w", err)}
+	}
+	if failed != nil {
+		return silentExit(ExitUsage)
+	}
+	if o.exitCode && len(rep.Diagnoses) > 0 {
+		return silentExit(ExitFound)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpudx/gpudx/diagnose"
+)
+
+// mdEscape keeps table cells on one line and pipes literal.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", "<br>")
+}
+
+// Markdown writes the report to paste into an issue or a chat.
+func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
+	L := lang(o)
+	var b strings.Builder
+	b.WriteString("## gpudx diagnosis\n\n")
+	if len(r.Diagnoses) == 0 {
+		fmt.Fprintf(&b, "%s.\n\n", L["none"])
+	}
+	fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries))
+	for _, d := range r.Diagnoses {
+		head := L["root"]
+		if !d.Root {
+			head = L["also"]
+			if len(d.CausedBy) > 0 {
+				head = fmt.Sprintf(L["followup"], "`"+strings.Join(d.CausedBy, "`, `")+"`")
+			}
+		}
+		fmt.Fprintf(&b, "\n### %s: `%s`\n\n", head, d.ID)
+		fmt.Fprintf(&b, "**%s** — %s\n\n", mdEscape(signature(d, o)), where(d, L))
+		if !d.Root {
+			if len(d.Evidence) > 0 {
+				fmt.Fprintf(&b, "```\n%d: %s\n```\n", d.Evidence[0].Line, d.Evidence[0].Text)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "**%s.** %s\n\n", L["what"], rootCause(d, o))
+		if len(d.Evidence) > 0 {
+			b.WriteString("```\n")
+			for _, e := range d.Evidence {
+				fmt.Fprintf(&b, "%d: %s\n", e.Line, e.Text)
+			}
+			b.WriteString("```\n\n")
+		}
+		if len(d.Facts) > 0 {
+			fmt.Fprintf(&b, "**%s:** `%s`\n\n", L["facts"], factList(d.Facts))
+		}
+		if len(d.DeadEnds) > 0 {
+			fmt.Fprintf(&b, "**%s**\n\n", L["dead"])
+			for _, x := range d.DeadEnds {
+				text := x.Action + " — " + x.WhyFails
+				if o.Lang == "zh" && x.Zh != "" {
+					text = x.Zh
+				}
+				fmt.Fprintf(&b, "- ✗ %s (%s)%s\n", mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), mdSources(x.Sources))
+			}
+			b.WriteString("\n")
+		}
+		if len(d.Workarounds) > 0 {
+			fmt.Fprintf(&b, "**%s**\n\n", L["do"])
+			for n, x := range d.Workarounds {
+				text := x.Action
+				if o.Lang == "zh" && x.Zh != "" {
+					text = x.Zh
+				}
+				fmt.Fprintf(&b, "%d. %s (%s)%s\n", n+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), mdSources(x.Sources))
+				if x.How != "" {
+					fmt.Fprintf(&b, "   ```\n%s\n   ```\n", indent(x.How, "   "))
+				}
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdSources(srcs []string) string {
+	if len(srcs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(srcs))
+	for i, s := range srcs {
+		parts[i] = fmt.Sprintf("[%d](%s)", i+1, s)
+	}
+	return " " + strings.Join(parts, " ")
+}

@@ -1,0 +1,140 @@
+// Package render writes diagnosis reports for people (terminal text,
+// markdown to paste into an issue) and for machines (JSON), in English or
+// Chinese. It computes nothing: every figure comes from the report.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/gpudx/gpudx/diagnose"
+)
+
+// Options shape the human-readable outputs.
+type Options struct {
+	Lang  string // "en" (default) or "zh"
+	Color bool   // ANSI colours for a terminal
+}
+
+// JSON writes the report as one indented JSON object (docs/json-output.md).
+func JSON(w io.Writer, r *diagnose.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// labels holds the fixed words of the outputs per language.
+var labels = map[string]map[string]string{
+	"en": {
+		"none":     "No known GPU error found",
+		"found":    "%d known error(s) found",
+		"read":     "read %s lines, %s bytes; %d entries checked",
+		"root":     "ROOT CAUSE",
+		"followup": "FOLLOWS FROM %s",
+		"also":     "ALSO FOUND",
+		"what":     "What went wrong",
+		"evidence": "Evidence",
+		"facts":    "Facts",
+		"dead":     "Don't waste time on",
+		"do":       "Do now",
+		"fails":    "fails %d%%",
+		"works":    "works %d%%",
+		"why":      "why",
+		"how":      "how",
+		"when":     "when",
+		"src":      "source",
+		"leads":    "Tends to lead to",
+		"tier":     "verified: %s · confidence %.2f",
+		"times":    "×%d",
+		"lines":    "line %s",
+		"subsumes": "also matched (less specific)",
+		"more":     "run `gpudx kb show %s` for the full entry",
+		"doc":      "docs",
+	},
+	"zh": {
+		"none":     "未发现已知的 GPU 错误",
+		"found":    "发现 %d 个已知错误",
+		"read":     "读取 %s 行，%s 字节；比对 %d 个条目",
+		"root":     "根本原因",
+		"followup": "由 %s 引起",
+		"also":     "另外发现",
+		"what":     "出了什么问题",
+		"evidence": "证据",
+		"facts":    "事实",
+		"dead":     "不要浪费时间",
+		"do":       "现在就做",
+		"fails":    "失败率 %d%%",
+		"works":    "成功率 %d%%",
+		"why":      "原因",
+		"how":      "做法",
+		"when":     "条件",
+		"src":      "来源",
+		"leads":    "通常会引发",
+		"tier":     "验证：%s · 置信度 %.2f",
+		"times":    "×%d",
+		"lines":    "第 %s 行",
+		"subsumes": "同时匹配（较笼统）",
+		"more":     "运行 `gpudx kb show %s` 查看完整条目",
+		"doc":      "文档",
+	},
+}
+
+func lang(o Options) map[string]string {
+	if l, ok := labels[o.Lang]; ok {
+		return l
+	}
+	return labels["en"]
+}
+
+// Localized text of a diagnosis: the Chinese where the entry has it.
+func signature(d *diagnose.Diagnosis, o Options) string {
+	if o.Lang == "zh" && d.SignatureZh != "" {
+		return d.SignatureZh
+	}
+	return d.Signature
+}
+
+func rootCause(d *diagnose.Diagnosis, o Options) string {
+	if o.Lang == "zh" && d.RootCauseZh != "" {
+		return d.RootCauseZh
+	}
+	return d.RootCause
+}
+
+func lineSpan(d *diagnose.Diagnosis) string {
+	if d.LastLine != d.FirstLine {
+		return fmt.Sprintf("%d–%d", d.FirstLine, d.LastLine)
+	}
+	return fmt.Sprint(d.FirstLine)
+}
+
+func factList(f map[string]any) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, f[k])
+	}
+	return strings.Join(parts, "  ")
+}
+
+func pct(r float64) int { return int(r*100 + 0.5) }
+
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,139 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpudx/gpudx/diagnose"
+)
+
+type painter struct{ on bool }
+
+func (p painter) c(code, s string) string {
+	if !p.on || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+func (p painter) bold(s string) string   { return p.c("1", s) }
+func (p painter) red(s string) string    { return p.c("1;31", s) }
+func (p painter) green(s string) string  { return p.c("32", s) }
+func (p painter) yellow(s string) string { return p.c("33", s) }
+func (p painter) dim(s string) string    { return p.c("2", s) }
+
+// indent prefixes every line of s.
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pre)
+}
+
+// Text writes the report for a terminal: each root failure in full (what
+// went wrong, what not to try, what to do), then the errors that follow from
+// it or stand beside it, briefly.
+func Text(w io.Writer, r *diagnose.Report, o Options) error {
+	L := lang(o)
+	p := painter{o.Color}
+	var b strings.Builder
+	if len(r.Diagnoses) == 0 {
+		fmt.Fprintf(&b, "%s.\n", L["none"])
+	} else {
+		fmt.Fprintf(&b, "%s\n", p.bold(fmt.Sprintf(L["found"], len(r.Diagnoses))))
+	}
+	fmt.Fprintf(&b, "%s\n", p.dim(fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries)))
+	for _, d := range r.Diagnoses {
+		b.WriteString("\n")
+		if d.Root {
+			textFull(&b, d, o, p, L)
+		} else {
+			textBrief(&b, d, o, p, L)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func where(d *diagnose.Diagnosis, L map[string]string) string {
+	s := fmt.Sprintf(L["lines"], lineSpan(d))
+	if d.File != "" {
+		s = d.File + ": " + s
+	}
+	if d.Count > 1 {
+		s += "  " + fmt.Sprintf(L["times"], d.Count)
+	}
+	return s
+}
+
+func textFull(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L map[string]string) {
+	fmt.Fprintf(b, "%s  %s  %s\n", p.red("● "+L["root"]), p.bold(d.ID), p.dim(where(d, L)))
+	fmt.Fprintf(b, "  %s\n", p.bold(signature(d, o)))
+	fmt.Fprintf(b, "\n  %s\n%s\n", p.bold(L["what"]), indent(rootCause(d, o), "    "))
+	if len(d.Evidence) > 0 {
+		fmt.Fprintf(b, "\n  %s\n", p.bold(L["evidence"]))
+		for _, e := range d.Evidence {
+			fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", e.Line)), e.Text)
+		}
+	}
+	if len(d.Facts) > 0 {
+		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(L["facts"]), factList(d.Facts))
+	}
+	if len(d.DeadEnds) > 0 {
+		fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
+		for _, x := range d.DeadEnds {
+			if o.Lang == "zh" && x.Zh != "" {
+				fmt.Fprintf(b, "    ✗ %s %s\n", x.Zh, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
+			} else {
+				fmt.Fprintf(b, "    ✗ %s %s\n", x.Action, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
+				fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
+			}
+			if x.Condition != "" {
+				fmt.Fprintf(b, "      %s: %s\n", L["when"], x.Condition)
+			}
+		}
+	}
+	if len(d.Workarounds) > 0 {
+		fmt.Fprintf(b, "\n  %s\n", p.green(L["do"]))
+		for n, x := range d.Workarounds {
+			text := x.Action
+			if o.Lang == "zh" && x.Zh != "" {
+				text = x.Zh
+			}
+			fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, p.dim("("+fmt.Sprintf(L["works"], pct(x.SuccessRate))+")"))
+			if x.How != "" {
+				fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
+			}
+			if x.Condition != "" {
+				fmt.Fprintf(b, "       %s: %s\n", L["when"], x.Condition)
+			}
+			if len(x.Sources) > 0 {
+				fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+x.Sources[0]))
+			}
+		}
+	}
+	if len(d.LeadsTo) > 0 {
+		fmt.Fprintf(b, "\n  %s: %s\n", L["leads"], strings.Join(d.LeadsTo, ", "))
+	}
+	if len(d.Subsumes) > 0 {
+		fmt.Fprintf(b, "  %s: %s\n", L["subsumes"], strings.Join(d.Subsumes, ", "))
+	}
+	tail := fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence)
+	if d.OfficialDocURL != "" {
+		tail += " · " + L["doc"] + ": " + d.OfficialDocURL
+	}
+	fmt.Fprintf(b, "  %s\n", p.dim(tail))
+}
+
+func textBrief(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L map[string]string) {
+	head := L["also"]
+	if len(d.CausedBy) > 0 {
+		head = fmt.Sprintf(L["followup"], strings.Join(d.CausedBy, ", "))
+	}
+	fmt.Fprintf(b, "%s  %s  %s\n", p.yellow("○ "+head), p.bold(d.ID), p.dim(where(d, L)))
+	fmt.Fprintf(b, "  %s\n", signature(d, o))
+	if len(d.Evidence) > 0 {
+		fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", d.Evidence[0].Line)), d.Evidence[0].Text)
+	}
+	if len(d.Facts) > 0 {
+		fmt.Fprintf(b, "  %s: %s\n", L["facts"], factList(d.Facts))
+	}
+	fmt.Fprintf(b, "  %s\n", p.dim(fmt.Sprintf(L["more"], d.ID)))
+}

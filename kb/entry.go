@@ -1,0 +1,172 @@
+// Package kb holds gpudx's knowledge base: the Entry type, loading entries
+// from the embedded knowledge tree, from directories and from the
+// deadends.dev canon format, linting them, and searching them.
+package kb
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Entry is one known error: how to recognise it, why it happens, what does
+// not help and what does. Field names and JSON types follow
+// docs/kb-format.md; the seed entry of the project loads into it unchanged.
+type Entry struct {
+	ID                 string            `json:"id"`
+	Signature          string            `json:"signature"`
+	SignatureZh        string            `json:"signature_zh"`
+	Regex              string            `json:"regex"`
+	Aliases            []string          `json:"aliases"`
+	Domain             string            `json:"domain"`
+	Category           string            `json:"category"`
+	Subcategory        *string           `json:"subcategory"`
+	ErrorCode          string            `json:"error_code"`
+	RootCause          string            `json:"root_cause"`
+	RootCauseZh        string            `json:"root_cause_zh"`
+	RootCauseType      string            `json:"root_cause_type"`
+	Versions           []Version         `json:"versions"`
+	OSSpecific         map[string]string `json:"os_specific"`
+	DeadEnds           []DeadEnd         `json:"dead_ends"`
+	Workarounds        []Workaround      `json:"workarounds"`
+	WorkaroundsZh      []string          `json:"workarounds_zh"`
+	DeadEndsZh         []string          `json:"dead_ends_zh"`
+	TransitionGraph    TransitionGraph   `json:"transition_graph"`
+	OfficialDocURL     string            `json:"official_doc_url"`
+	OfficialDocSection *string           `json:"official_doc_section"`
+	VerificationTier   string            `json:"verification_tier"`
+	Confidence         float64           `json:"confidence"`
+	FixSuccessRate     float64           `json:"fix_success_rate"`
+	Resolvable         string            `json:"resolvable"`
+	FirstSeen          string            `json:"first_seen"`
+	LastConfirmed      string            `json:"last_confirmed"`
+	LastUpdated        string            `json:"last_updated"`
+	EvidenceCount      int               `json:"evidence_count"`
+	Tags               []string          `json:"tags"`
+	Locale             string            `json:"locale"`
+	Examples           Examples          `json:"examples"`
+
+	// Origin says where the entry was loaded from (a path, or
+	// "embedded:<path>"); it is not part of the file format.
+	Origin string `json:"-"`
+	// Format is FormatGpudx or FormatDeadends.
+	Format string `json:"-"`
+}
+
+// Formats an entry can be read from.
+const (
+	FormatGpudx    = "gpudx"
+	FormatDeadends = "deadends"
+)
+
+// Version is one row of an entry's version table.
+type Version struct {
+	Version        string  `json:"version"`
+	Introduced     *string `json:"introduced"`
+	Deprecated     *string `json:"deprecated"`
+	Removed        *string `json:"removed"`
+	BehaviorChange *string `json:"behavior_change"`
+	Status         string  `json:"status"`
+}
+
+// DeadEnd is something people try that does not fix the error.
+type DeadEnd struct {
+	Action    string   `json:"action"`
+	WhyFails  string   `json:"why_fails"`
+	FailRate  float64  `json:"fail_rate"`
+	Condition string   `json:"condition"`
+	Sources   []string `json:"sources"`
+}
+
+// Workaround is something that fixes or avoids the error.
+type Workaround struct {
+	Action      string   `json:"action"`
+	SuccessRate float64  `json:"success_rate"`
+	How         string   `json:"how"`
+	Condition   string   `json:"condition"`
+	Sources     []string `json:"sources"`
+}
+
+// TransitionGraph links an entry to the errors around it.
+type TransitionGraph struct {
+	LeadsTo                []string    `json:"leads_to"`
+	PrecededBy             []string    `json:"preceded_by"`
+	FrequentlyConfusedWith []Confusion `json:"frequently_confused_with"`
+}
+
+// Confusion names an error that looks alike and says how to tell them apart.
+type Confusion struct {
+	ErrorID     string `json:"error_id"`
+	Distinction string `json:"distinction"`
+}
+
+// Examples are message lines the regex must match and near misses it must
+// not. Sources say where the real forms come from.
+type Examples struct {
+	Match   []string `json:"match"`
+	NoMatch []string `json:"no_match"`
+	Sources []string `json:"sources,omitempty"`
+}
+
+// UnmarshalJSON accepts graph references written either as plain ids
+// (our format) or as objects with an error_id (deadends.dev's format).
+func (g *TransitionGraph) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		LeadsTo                []json.RawMessage `json:"leads_to"`
+		PrecededBy             []json.RawMessage `json:"preceded_by"`
+		FrequentlyConfusedWith []Confusion       `json:"frequently_confused_with"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var err error
+	if g.LeadsTo, err = refIDs(raw.LeadsTo); err != nil {
+		return fmt.Errorf("leads_to: %w", err)
+	}
+	if g.PrecededBy, err = refIDs(raw.PrecededBy); err != nil {
+		return fmt.Errorf("preceded_by: %w", err)
+	}
+	g.FrequentlyConfusedWith = raw.FrequentlyConfusedWith
+	return nil
+}
+
+func refIDs(items []json.RawMessage) ([]string, error) {
+	if items == nil {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		var s string
+		if json.Unmarshal(it, &s) == nil {
+			ids = append(ids, s)
+			continue
+		}
+		var o struct {
+			ErrorID string `json:"error_id"`
+		}
+		if err := json.Unmarshal(it, &o); err != nil {
+			return nil, fmt.Errorf("want an id string or {\"error_id\": ...}, got %s", truncate(string(it), 40))
+		}
+		ids = append(ids, o.ErrorID)
+	}
+	return ids, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// DeadEndZh returns the Chinese text of dead end i, or "" when missing.
+func (e *Entry) DeadEndZh(i int) string   { return at(e.DeadEndsZh, i) }
+
+// WorkaroundZh returns the Chinese text of workaround i, or "" when missing.
+func (e *Entry) WorkaroundZh(i int) string { return at(e.WorkaroundsZh, i) }
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
+}

@@ -1,0 +1,570 @@
+package kb
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Problem is one defect found by Lint, printed as "path: field: message".
+type Problem struct {
+	Path    string
+	Field   string
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Path + ": " + p.Message
+	}
+	return p.Path + ": " + p.Field + ": " + p.Message
+}
+
+// File is one file handed to Lint.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Enumerations the format allows.
+var (
+	Domains = []string{"cuda", "nccl", "pytorch", "driver", "container", "build",
+		"jax", "tensorflow", "triton", "ecosystem"}
+	Categories = []string{"resource_error", "version_mismatch", "install_error",
+		"configuration_error", "programming_error", "hardware_fault",
+		"communication_error", "numerical_error", "internal_error"}
+	RootCauseTypes    = []string{"generic", "specific", "environment", "hardware"}
+	VerificationTiers = []string{"ai_generated", "docs_verified", "reproduced", "community_confirmed"}
+	Resolvables       = []string{"true", "partial", "false"}
+	VersionStatuses   = []string{"active", "fixed", "deprecated", "removed"}
+)
+
+var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*$`)
+
+// jsonKind is the JSON type a field must have.
+type jsonKind int
+
+const (
+	kString jsonKind = iota
+	kStringOrNull
+	kNumber
+	kInt
+	kStrings
+	kObjects
+	kObject
+	kStringMap
+)
+
+func (k jsonKind) String() string {
+	return [...]string{"a string", "a string or null", "a number", "an integer",
+		"an array of strings", "an array of objects", "an object", "an object of strings"}[k]
+}
+
+type fieldSpec struct {
+	name     string
+	kind     jsonKind
+	required bool
+}
+
+// entryFields lists the top-level fields of the gpudx format. Everything
+// the seed entry has is required; dead_ends_zh (new) is checked by length.
+var entryFields = []fieldSpec{
+	{"id", kString, true}, {"signature", kString, true}, {"signature_zh", kString, true},
+	{"regex", kString, true}, {"aliases", kStrings, true}, {"domain", kString, true},
+	{"category", kString, true}, {"subcategory", kStringOrNull, true},
+	{"error_code", kStringOrNull, true}, {"root_cause", kString, true},
+	{"root_cause_zh", kString, true}, {"root_cause_type", kString, true},
+	{"versions", kObjects, true}, {"os_specific", kStringMap, true},
+	{"dead_ends", kObjects, true}, {"workarounds", kObjects, true},
+	{"workarounds_zh", kStrings, true}, {"dead_ends_zh", kStrings, false},
+	{"transition_graph", kObject, true}, {"official_doc_url", kString, true},
+	{"official_doc_section", kStringOrNull, true}, {"verification_tier", kString, true},
+	{"confidence", kNumber, true}, {"fix_success_rate", kNumber, true},
+	{"resolvable", kString, true}, {"first_seen", kString, true},
+	{"last_confirmed", kString, true}, {"last_updated", kString, true},
+	{"evidence_count", kInt, true}, {"tags", kStrings, true}, {"locale", kString, true},
+	{"examples", kObject, true},
+}
+
+var itemFields = map[string][]fieldSpec{
+	"dead_ends": {{"action", kString, true}, {"why_fails", kString, true},
+		{"fail_rate", kNumber, true}, {"condition", kString, false}, {"sources", kStrings, true}},
+	"workarounds": {{"action", kString, true}, {"success_rate", kNumber, true},
+		{"how", kString, true}, {"condition", kString, false}, {"sources", kStrings, true}},
+	"versions": {{"version", kString, true}, {"introduced", kStringOrNull, false},
+		{"deprecated", kStringOrNull, false}, {"removed", kStringOrNull, false},
+		{"behavior_change", kStringOrNull, false}, {"status", kString, true}},
+}
+
+func kindOK(k jsonKind, raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return false
+	}
+	switch k {
+	case kString:
+		_, ok := v.(string)
+		return ok
+	case kStringOrNull:
+		_, ok := v.(string)
+		return ok || v == nil
+	case kNumber:
+		_, ok := v.(json.Number)
+		return ok
+	case kInt:
+		n, ok := v.(json.Number)
+		if !ok {
+			return false
+		}
+		_, err := n.Int64()
+		return err == nil
+	case kStrings:
+		a, ok := v.([]any)
+		if !ok {
+			return false
+		}
+		for _, x := range a {
+			if _, ok := x.(string); !ok {
+				return false
+			}
+		}
+		return true
+	case kObjects:
+		a, ok := v.([]any)
+		if !ok {
+			return false
+		}
+		for _, x := range a {
+			if _, ok := x.(map[string]any); !ok {
+				return false
+			}
+		}
+		return true
+	case kObject:
+		_, ok := v.(map[string]any)
+		return ok
+	case kStringMap:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, x := range m {
+			if _, ok := x.(string); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// checkFields reports missing, mistyped and unknown fields of one object.
+func checkFields(prefix string, obj map[string]json.RawMessage, specs []fieldSpec, add func(field, msg string)) (typesOK bool) {
+	typesOK = true
+	known := map[string]bool{}
+	for _, s := range specs {
+		known[s.name] = true
+		raw, ok := obj[s.name]
+		if !ok {
+			if s.required {
+				add(prefix+s.name, "missing")
+			}
+			continue
+		}
+		if !kindOK(s.kind, raw) {
+			add(prefix+s.name, "must be "+s.kind.String())
+			typesOK = false
+		}
+	}
+	var unknown []string
+	for k := range obj {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		add(prefix+k, "unknown field")
+	}
+	return typesOK
+}
+
+// Linter checks entry files. Known, if set, says whether an id exists
+// outside the linted files (the embedded base when linting a directory of
+// overrides); transition-graph references are checked against it and
+// against the linted files themselves.
+type Linter struct {
+	Known *Base
+}
+
+type linted struct {
+	path  string
+	entry *Entry
+	re    *regexp.Regexp
+}
+
+// Lint checks the files and returns every problem found, sorted by path.
+func (l *Linter) Lint(files []File) []Problem {
+	var probs []Problem
+	var ok []linted
+	seen := map[string]string{}
+	for _, f := range files {
+		add := func(field, msg string) { probs = append(probs, Problem{f.Path, field, msg}) }
+		e, re := l.lintFile(f, add)
+		if e == nil {
+			continue
+		}
+		if prev, dup := seen[e.ID]; dup {
+			add("id", fmt.Sprintf("%q is also the id of %s", e.ID, prev))
+			continue
+		}
+		seen[e.ID] = f.Path
+		ok = append(ok, linted{f.Path, e, re})
+	}
+	exists := func(id string) bool {
+		if _, in := seen[id]; in {
+			return true
+		}
+		return l.Known != nil && l.Known.Get(id) != nil
+	}
+	for _, x := range ok {
+		add := func(field, msg string) { probs = append(probs, Problem{x.path, field, msg}) }
+		checkGraph(x.entry, exists, add)
+	}
+	probs = append(probs, overlaps(ok, l.Known)...)
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Path < probs[j].Path })
+	return probs
+}
+
+func (l *Linter) lintFile(f File, add func(field, msg string)) (*Entry, *regexp.Regexp) {
+	var top map[string]json.RawMessage
+	data := bytes.TrimPrefix(f.Data, []byte("\xef\xbb\xbf"))
+	if err := json.Unmarshal(data, &top); err != nil {
+		add("", "not a JSON object: "+jsonErr(data, err).Error())
+		return nil, nil
+	}
+	if isCanon(top) {
+		return lintCanon(f, add)
+	}
+	typesOK := checkFields("", top, entryFields, add)
+	for _, name := range []string{"dead_ends", "workarounds", "versions"} {
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(top[name], &items) != nil {
+			continue
+		}
+		for i, it := range items {
+			if !checkFields(fmt.Sprintf("%s[%d].", name, i), it, itemFields[name], add) {
+				typesOK = false
+			}
+		}
+	}
+	if raw, ok := top["examples"]; ok {
+		var ex map[string]json.RawMessage
+		if json.Unmarshal(raw, &ex) == nil {
+			typesOK = checkFields("examples.", ex, []fieldSpec{{"match", kStrings, true},
+				{"no_match", kStrings, true}, {"sources", kStrings, false}}, add) && typesOK
+		}
+	}
+	if !typesOK {
+		return nil, nil // semantic checks would only repeat the type errors
+	}
+	// A field already reported missing is not reported again as empty.
+	missing := map[string]bool{}
+	for _, s := range entryFields {
+		if _, ok := top[s.name]; !ok && s.required {
+			missing[s.name] = true
+		}
+	}
+	sem := func(field, msg string) {
+		top, _, _ := strings.Cut(field, ".")
+		if !missing[top] {
+			add(field, msg)
+		}
+	}
+	e, err := Parse(f.Path, data)
+	if err != nil {
+		add("", err.Error())
+		return nil, nil
+	}
+	re := checkEntry(f.Path, e, sem)
+	return e, re
+}
+
+func oneOf(v string, allowed []string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func checkEnum(field, v string, allowed []string, add func(field, msg string)) {
+	if !oneOf(v, allowed) {
+		add(field, fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", ")))
+	}
+}
+
+func checkRate(field string, v float64, add func(field, msg string)) {
+	if v < 0 || v > 1 {
+		add(field, fmt.Sprintf("%g is outside [0,1]", v))
+	}
+}
+
+func checkDate(field, v string, add func(field, msg string)) {
+	if _, err := time.Parse("2006-01-02", v); err != nil {
+		add(field, fmt.Sprintf("%q is not a YYYY-MM-DD date", v))
+	}
+}
+
+// checkEntry runs the semantic rules on a well-typed entry and returns its
+// compiled regex (nil if it does not compile).
+func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Regexp {
+	if !idRE.MatchString(e.ID) {
+		add("id", fmt.Sprintf("%q is not domain/slug in [a-z0-9.-]", e.ID))
+	} else if filepath.Ext(path) == ".json" {
+		// Only .json files live in the tree; a stray file given by hand
+		// (the seed is a .txt) has no path to compare with.
+		want := filepath.ToSlash(strings.TrimSuffix(path, ".json"))
+		if !strings.HasSuffix(want, "/"+e.ID) && want != e.ID {
+			add("id", fmt.Sprintf("%q does not match the file's path (want <root>/%s.json)", e.ID, e.ID))
+		}
+	}
+	if d, _, ok := strings.Cut(e.ID, "/"); ok && d != e.Domain {
+		add("domain", fmt.Sprintf("%q differs from the id's domain %q", e.Domain, d))
+	}
+	checkEnum("domain", e.Domain, Domains, add)
+	checkEnum("category", e.Category, Categories, add)
+	checkEnum("root_cause_type", e.RootCauseType, RootCauseTypes, add)
+	checkEnum("verification_tier", e.VerificationTier, VerificationTiers, add)
+	checkEnum("resolvable", e.Resolvable, Resolvables, add)
+	checkEnum("locale", e.Locale, []string{"en"}, add)
+	checkRate("confidence", e.Confidence, add)
+	checkRate("fix_success_rate", e.FixSuccessRate, add)
+	checkDate("first_seen", e.FirstSeen, add)
+	checkDate("last_confirmed", e.LastConfirmed, add)
+	checkDate("last_updated", e.LastUpdated, add)
+	if e.EvidenceCount < 0 {
+		add("evidence_count", "negative")
+	}
+	for name, v := range map[string]string{"signature": e.Signature, "signature_zh": e.SignatureZh,
+		"root_cause": e.RootCause, "root_cause_zh": e.RootCauseZh} {
+		if strings.TrimSpace(v) == "" {
+			add(name, "empty")
+		}
+	}
+	for i, v := range e.Versions {
+		f := fmt.Sprintf("versions[%d]", i)
+		if strings.TrimSpace(v.Version) == "" {
+			add(f+".version", "empty")
+		}
+		checkEnum(f+".status", v.Status, VersionStatuses, add)
+	}
+	for i, d := range e.DeadEnds {
+		f := fmt.Sprintf("dead_ends[%d]", i)
+		if strings.TrimSpace(d.Action) == "" {
+			add(f+".action", "empty: say what people try")
+		}
+		if strings.TrimSpace(d.WhyFails) == "" {
+			add(f+".why_fails", "empty")
+		}
+		checkRate(f+".fail_rate", d.FailRate, add)
+		checkSources(f+".sources", d.Sources, add)
+	}
+	for i, w := range e.Workarounds {
+		f := fmt.Sprintf("workarounds[%d]", i)
+		if strings.TrimSpace(w.Action) == "" {
+			add(f+".action", "empty: say what to do")
+		}
+		if strings.TrimSpace(w.How) == "" {
+			add(f+".how", "empty: give a command, code line or setting")
+		}
+		checkRate(f+".success_rate", w.SuccessRate, add)
+		checkSources(f+".sources", w.Sources, add)
+	}
+	if len(e.WorkaroundsZh) != len(e.Workarounds) {
+		add("workarounds_zh", fmt.Sprintf("%d items for %d workarounds", len(e.WorkaroundsZh), len(e.Workarounds)))
+	}
+	if len(e.DeadEndsZh) != len(e.DeadEnds) {
+		add("dead_ends_zh", fmt.Sprintf("%d items for %d dead ends", len(e.DeadEndsZh), len(e.DeadEnds)))
+	}
+	for i, s := range append(append([]string{}, e.WorkaroundsZh...), e.DeadEndsZh...) {
+		if strings.TrimSpace(s) == "" {
+			add("zh", fmt.Sprintf("item %d is empty", i))
+		}
+	}
+	if e.Regex == "" {
+		add("regex", "empty")
+		return nil
+	}
+	re, err := regexp.Compile(e.Regex)
+	if err != nil {
+		add("regex", "not valid RE2: "+err.Error())
+		return nil
+	}
+	if len(e.Examples.Match) < 2 {
+		add("examples.match", fmt.Sprintf("%d examples, want at least 2 real forms of the message", len(e.Examples.Match)))
+	}
+	if len(e.Examples.NoMatch) < 1 {
+		add("examples.no_match", "no near miss, want at least 1")
+	}
+	for i, s := range e.Examples.Match {
+		if !re.MatchString(s) {
+			add(fmt.Sprintf("examples.match[%d]", i), "regex does not match "+quoteShort(s))
+		}
+	}
+	for i, s := range e.Examples.NoMatch {
+		if re.MatchString(s) {
+			add(fmt.Sprintf("examples.no_match[%d]", i), "regex matches "+quoteShort(s))
+		}
+	}
+	return re
+}
+
+func checkSources(field string, srcs []string, add func(field, msg string)) {
+	if len(srcs) == 0 {
+		add(field, "none: every dead end and workaround needs a source")
+	}
+	for _, s := range srcs {
+		if !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
+			add(field, fmt.Sprintf("%q is not an http(s) URL", s))
+		}
+	}
+}
+
+func quoteShort(s string) string { return fmt.Sprintf("%q", truncate(s, 100)) }
+
+func checkGraph(e *Entry, exists func(string) bool, add func(field, msg string)) {
+	g := e.TransitionGraph
+	for i, id := range g.LeadsTo {
+		if !exists(id) {
+			add(fmt.Sprintf("transition_graph.leads_to[%d]", i), fmt.Sprintf("no entry %q", id))
+		}
+	}
+	for i, id := range g.PrecededBy {
+		if !exists(id) {
+			add(fmt.Sprintf("transition_graph.preceded_by[%d]", i), fmt.Sprintf("no entry %q", id))
+		}
+	}
+	for i, c := range g.FrequentlyConfusedWith {
+		if !exists(c.ErrorID) {
+			add(fmt.Sprintf("transition_graph.frequently_confused_with[%d]", i), fmt.Sprintf("no entry %q", c.ErrorID))
+		}
+	}
+}
+
+// confused reports whether a or b names the other in
+// frequently_confused_with: one stated distinction is enough.
+func confused(a, b *Entry) bool {
+	for _, c := range a.TransitionGraph.FrequentlyConfusedWith {
+		if c.ErrorID == b.ID {
+			return true
+		}
+	}
+	for _, c := range b.TransitionGraph.FrequentlyConfusedWith {
+		if c.ErrorID == a.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps reports an entry whose regex matches another entry's examples
+// when neither names the other in frequently_confused_with. Linted entries
+// are checked against each other and against the known base.
+func overlaps(ls []linted, known *Base) []Problem {
+	type cand struct {
+		e  *Entry
+		re *regexp.Regexp
+	}
+	var all []cand
+	inLint := map[string]bool{}
+	for _, x := range ls {
+		if x.re != nil && x.entry.Format == FormatGpudx {
+			all = append(all, cand{x.entry, x.re})
+			inLint[x.entry.ID] = true
+		}
+	}
+	var others []*Entry
+	if known != nil {
+		for _, e := range known.Entries() {
+			if !inLint[e.ID] && e.Format == FormatGpudx {
+				others = append(others, e)
+			}
+		}
+	}
+	var probs []Problem
+	for _, x := range ls {
+		if x.re == nil || x.entry.Format != FormatGpudx {
+			continue
+		}
+		targets := make([]*Entry, 0, len(all)+len(others))
+		for _, c := range all {
+			targets = append(targets, c.e)
+		}
+		targets = append(targets, others...)
+		for _, o := range targets {
+			if o.ID == x.entry.ID || confused(x.entry, o) {
+				continue
+			}
+			for i, s := range o.Examples.Match {
+				if x.re.MatchString(s) {
+					probs = append(probs, Problem{x.path, "regex", fmt.Sprintf(
+						"also matches %s's examples.match[%d]; name each other in frequently_confused_with or narrow the regex", o.ID, i)})
+					break
+				}
+			}
+		}
+	}
+	return probs
+}
+
+// lintCanon checks what applies to a deadends.dev canon: that it converts,
+// that its regex is valid RE2, that it matches its own signature and that
+// its rates are in range.
+func lintCanon(f File, add func(field, msg string)) (*Entry, *regexp.Regexp) {
+	e, err := fromCanon(f.Data)
+	if err != nil {
+		add("", err.Error())
+		return nil, nil
+	}
+	e.Origin = f.Path
+	checkRate("verdict.confidence", e.Confidence, add)
+	checkRate("verdict.fix_success_rate", e.FixSuccessRate, add)
+	for i, d := range e.DeadEnds {
+		checkRate(fmt.Sprintf("dead_ends[%d].fail_rate", i), d.FailRate, add)
+		if strings.TrimSpace(d.Action) == "" {
+			add(fmt.Sprintf("dead_ends[%d].action", i), "empty")
+		}
+	}
+	for i, w := range e.Workarounds {
+		checkRate(fmt.Sprintf("workarounds[%d].success_rate", i), w.SuccessRate, add)
+	}
+	if e.Regex == "" {
+		add("error.regex", "empty")
+		return e, nil
+	}
+	re, err := regexp.Compile(e.Regex)
+	if err != nil {
+		add("error.regex", "not valid RE2, skipped when matching: "+err.Error())
+		return e, nil
+	}
+	if e.Signature != "" && !re.MatchString(e.Signature) {
+		add("error.regex", "does not match its own error.signature "+quoteShort(e.Signature))
+	}
+	return e, re
+}
+
+// CheckRegex reports whether expr is valid RE2 (Go regexp) syntax.
+func CheckRegex(expr string) error {
+	_, err := regexp.Compile(expr)
+	return err
+}

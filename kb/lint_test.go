@@ -1,0 +1,142 @@
+package kb
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func readFixture(t *testing.T, name string) File {
+	t.Helper()
+	p := filepath.Join("testdata", "lint", "cuda", name+".json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return File{Path: filepath.ToSlash(p), Data: data}
+}
+
+func problemStrings(ps []Problem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = strings.TrimPrefix(p.String(), "testdata/lint/cuda/")
+	}
+	return out
+}
+
+// TestLintRules lints one fixture per rule, each alone or beside the valid
+// entry, and checks the exact problems reported.
+func TestLintRules(t *testing.T) {
+	tests := []struct {
+		fixture string
+		besides bool // lint together with cuda/valid
+		want    []string
+	}{
+		{"valid", false, nil},
+		{"missing-field", false, []string{`missing-field.json: root_cause: missing`}},
+		{"wrong-type", false, []string{`wrong-type.json: confidence: must be a number`}},
+		{"unknown-field", false, []string{`unknown-field.json: severity: unknown field`}},
+		{"bad-enum", false, []string{
+			`bad-enum.json: category: "oops" is not one of resource_error, version_mismatch, install_error, configuration_error, programming_error, hardware_fault, communication_error, numerical_error, internal_error`,
+			`bad-enum.json: verification_tier: "verified" is not one of ai_generated, docs_verified, reproduced, community_confirmed`}},
+		{"bad-rate", false, []string{`bad-rate.json: confidence: 1.5 is outside [0,1]`, `bad-rate.json: dead_ends[0].fail_rate: -0.1 is outside [0,1]`}},
+		{"bad-date", false, []string{`bad-date.json: first_seen: "2024-13-01" is not a YYYY-MM-DD date`, `bad-date.json: last_updated: "yesterday" is not a YYYY-MM-DD date`}},
+		{"id-mismatch", false, []string{`id-mismatch.json: id: "cuda/something-else" does not match the file's path (want <root>/cuda/something-else.json)`}},
+		{"domain-mismatch", false, []string{`domain-mismatch.json: domain: "nccl" differs from the id's domain "cuda"`}},
+		{"bad-regex", false, []string{"bad-regex.json: regex: not valid RE2: error parsing regexp: invalid named capture: `(?<!x)illegal`"}},
+		{"example-no-match", false, []string{`example-no-match.json: examples.match[2]: regex does not match "CUDA error: illegal address"`}},
+		{"example-matches-near-miss", false, []string{`example-matches-near-miss.json: examples.no_match[1]: regex matches "an illegal memory access was encountered in kernel foo"`}},
+		{"too-few-examples", false, []string{
+			`too-few-examples.json: examples.match: 1 examples, want at least 2 real forms of the message`,
+			`too-few-examples.json: examples.no_match: no near miss, want at least 1`}},
+		{"graph-unknown-id", false, []string{
+			`graph-unknown-id.json: transition_graph.leads_to[0]: no entry "cuda/does-not-exist"`,
+			`graph-unknown-id.json: transition_graph.frequently_confused_with[0]: no entry "nccl/nope"`}},
+		{"zh-length", false, []string{`zh-length.json: workarounds_zh: 0 items for 1 workarounds`, `zh-length.json: dead_ends_zh: 2 items for 1 dead ends`}},
+		{"empty-action", false, []string{
+			`empty-action.json: dead_ends[0].action: empty: say what people try`,
+			`empty-action.json: workarounds[0].action: empty: say what to do`,
+			`empty-action.json: workarounds[0].how: empty: give a command, code line or setting`}},
+		{"no-sources", false, []string{
+			`no-sources.json: dead_ends[0].sources: none: every dead end and workaround needs a source`,
+			`no-sources.json: workarounds[0].sources: "docs.nvidia.com" is not an http(s) URL`}},
+		{"overlap", true, []string{`overlap.json: regex: also matches cuda/valid's examples.match[0]; name each other in frequently_confused_with or narrow the regex`}},
+		{"overlap-declared", true, nil},
+		{"not-json", false, []string{`not-json.json: not a JSON object: line 1: unexpected end of JSON input`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			files := []File{readFixture(t, tt.fixture)}
+			if tt.besides {
+				files = append(files, readFixture(t, "valid"))
+			}
+			got := problemStrings((&Linter{}).Lint(files))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
+
+func TestLintDuplicateID(t *testing.T) {
+	v := readFixture(t, "valid")
+	dup := File{Path: "elsewhere/cuda/valid.json", Data: v.Data}
+	got := problemStrings((&Linter{}).Lint([]File{v, dup}))
+	want := []string{`elsewhere/cuda/valid.json: id: "cuda/valid" is also the id of testdata/lint/cuda/valid.json`}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestLintKnownBaseResolvesGraphAndOverlap(t *testing.T) {
+	valid, err := Parse("x", readFixture(t, "valid").Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := NewBase()
+	known.Add(valid)
+	// A file that leads to an entry that exists only in the known base.
+	f := readFixture(t, "graph-unknown-id")
+	f.Data = []byte(strings.ReplaceAll(strings.ReplaceAll(string(f.Data), "cuda/does-not-exist", "cuda/valid"), "nccl/nope", "cuda/valid"))
+	if got := (&Linter{Known: known}).Lint([]File{f}); len(got) != 0 {
+		t.Errorf("got %v", got)
+	}
+	// The overlap rule also looks at the known base.
+	got := problemStrings((&Linter{Known: known}).Lint([]File{readFixture(t, "overlap")}))
+	if len(got) != 1 || !strings.Contains(got[0], "also matches cuda/valid's") {
+		t.Errorf("got %v", got)
+	}
+}
+
+// TestLintSeed: the project's seed entry loads as it is, and lint reports
+// its real defects.
+func TestLintSeed(t *testing.T) {
+	p := "../../shared/seeds/000_2b8f776f5c20f714.txt"
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("seed not beside the repository: %v", err)
+	}
+	e, err := Parse(p, data)
+	if err != nil || e.ID != "cuda/cublas-alloc-failed-cublaslt" || len(e.DeadEnds) != 3 {
+		t.Fatalf("seed: %v %+v", err, e)
+	}
+	got := problemStrings((&Linter{}).Lint([]File{{Path: "seed.txt", Data: data}}))
+	want := []string{
+		"seed.txt: examples: missing",
+		"seed.txt: dead_ends[0].action: empty: say what people try",
+		"seed.txt: dead_ends[0].sources: none: every dead end and workaround needs a source",
+		"seed.txt: dead_ends[1].action: empty: say what people try",
+		"seed.txt: dead_ends[1].sources: none: every dead end and workaround needs a source",
+		"seed.txt: dead_ends[2].action: empty: say what people try",
+		"seed.txt: dead_ends[2].sources: none: every dead end and workaround needs a source",
+		"seed.txt: workarounds[0].sources: none: every dead end and workaround needs a source",
+		"seed.txt: workarounds[1].sources: none: every dead end and workaround needs a source",
+		"seed.txt: workarounds[2].sources: none: every dead end and workaround needs a source",
+		"seed.txt: dead_ends_zh: 0 items for 3 dead ends",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got:\n  %s", strings.Join(got, "\n  "))
+	}
+}
