@@ -159,7 +159,7 @@ func truncate(s string, n int) string {
 }
 
 // DeadEndZh returns the Chinese text of dead end i, or "" when missing.
-func (e *Entry) DeadEndZh(i int) string   { return at(e.DeadEndsZh, i) }
+func (e *Entry) DeadEndZh(i int) string { return at(e.DeadEndsZh, i) }
 
 // WorkaroundZh returns the Chinese text of workaround i, or "" when missing.
 func (e *Entry) WorkaroundZh(i int) string { return at(e.WorkaroundsZh, i) }

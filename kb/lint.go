@@ -416,13 +416,18 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	if len(e.Examples.NoMatch) < 1 {
 		add("examples.no_match", "no near miss, want at least 1")
 	}
+	// Examples are checked as the scanner reads them: line by line.
 	for i, s := range e.Examples.Match {
-		if !re.MatchString(s) {
-			add(fmt.Sprintf("examples.match[%d]", i), "regex does not match "+quoteShort(s))
+		if !MatchesALine(re, s) {
+			msg := "regex does not match "
+			if re.MatchString(s) {
+				msg = "regex matches only across lines (gpudx matches line by line) "
+			}
+			add(fmt.Sprintf("examples.match[%d]", i), msg+quoteShort(s))
 		}
 	}
 	for i, s := range e.Examples.NoMatch {
-		if re.MatchString(s) {
+		if MatchesALine(re, s) {
 			add(fmt.Sprintf("examples.no_match[%d]", i), "regex matches "+quoteShort(s))
 		}
 	}
@@ -567,4 +572,15 @@ func lintCanon(f File, add func(field, msg string)) (*Entry, *regexp.Regexp) {
 func CheckRegex(expr string) error {
 	_, err := regexp.Compile(expr)
 	return err
+}
+
+// MatchesALine reports whether re matches one of the lines of s, which is
+// what the scanner can see of a message wrapped over several lines.
+func MatchesALine(re *regexp.Regexp, s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if re.MatchString(strings.TrimSuffix(line, "\r")) {
+			return true
+		}
+	}
+	return false
 }

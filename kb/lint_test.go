@@ -47,6 +47,7 @@ func TestLintRules(t *testing.T) {
 		{"domain-mismatch", false, []string{`domain-mismatch.json: domain: "nccl" differs from the id's domain "cuda"`}},
 		{"bad-regex", false, []string{"bad-regex.json: regex: not valid RE2: error parsing regexp: invalid named capture: `(?<!x)illegal`"}},
 		{"example-no-match", false, []string{`example-no-match.json: examples.match[2]: regex does not match "CUDA error: illegal address"`}},
+		{"example-wrapped", false, []string{`example-wrapped.json: examples.match[2]: regex matches only across lines (gpudx matches line by line) "CUDA error: an illegal memory\naccess was encountered"`}},
 		{"example-matches-near-miss", false, []string{`example-matches-near-miss.json: examples.no_match[1]: regex matches "an illegal memory access was encountered in kernel foo"`}},
 		{"too-few-examples", false, []string{
 			`too-few-examples.json: examples.match: 1 examples, want at least 2 real forms of the message`,

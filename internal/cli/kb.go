@@ -48,7 +48,7 @@ type summary struct {
 	Tier       string `json:"verification_tier"`
 	Score      int    `json:"score,omitempty"`
 	Origin     string `json:"origin"`
-	Confidence float64
+	Confidence float64 `json:"confidence"`
 }
 
 func summaries(rs []kb.Result) []summary {

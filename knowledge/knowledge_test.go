@@ -1,0 +1,114 @@
+package knowledge_test
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
+	"github.com/gpudx/gpudx/scan"
+)
+
+func load(t *testing.T) []*kb.Entry {
+	t.Helper()
+	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return entries
+}
+
+// TestLintClean: the built-in knowledge base has no lint problem at all.
+func TestLintClean(t *testing.T) {
+	var files []kb.File
+	fs.WalkDir(knowledge.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if d.IsDir() && strings.HasPrefix(d.Name(), "_") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && path.Ext(p) == ".json" {
+			data, _ := fs.ReadFile(knowledge.FS, p)
+			files = append(files, kb.File{Path: "knowledge/" + p, Data: data})
+		}
+		return nil
+	})
+	if len(files) < 30 {
+		t.Fatalf("only %d entries", len(files))
+	}
+	for _, p := range (&kb.Linter{}).Lint(files) {
+		t.Error(p)
+	}
+}
+
+// TestEveryExampleDiagnosesItsEntry runs the whole pipeline on each
+// example line alone: its own entry must be the root diagnosis, or an entry
+// that the two have declared as easily confused.
+func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
+	entries := load(t)
+	s, errs := scan.New(entries)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	byID := map[string]*kb.Entry{}
+	for _, e := range entries {
+		byID[e.ID] = e
+	}
+	confused := func(a, b *kb.Entry) bool {
+		for _, c := range a.TransitionGraph.FrequentlyConfusedWith {
+			if c.ErrorID == b.ID {
+				return true
+			}
+		}
+		for _, c := range b.TransitionGraph.FrequentlyConfusedWith {
+			if c.ErrorID == a.ID {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range entries {
+		for _, ex := range e.Examples.Match {
+			c := diagnose.NewCollector(s.Entries())
+			if _, err := s.Scan(strings.NewReader(ex), c.Add); err != nil {
+				t.Fatal(err)
+			}
+			r := c.Report()
+			if len(r.Diagnoses) == 0 {
+				t.Errorf("%s: example not diagnosed: %q", e.ID, ex)
+				continue
+			}
+			top := r.Diagnoses[0]
+			if top.ID != e.ID && !confused(e, byID[top.ID]) {
+				t.Errorf("%s: example diagnosed as %s: %q", e.ID, top.ID, ex)
+			}
+		}
+	}
+}
+
+// TestCleanLogsAreClean: ordinary training output gives no diagnosis.
+func TestCleanLogsAreClean(t *testing.T) {
+	entries := load(t)
+	s, _ := scan.New(entries)
+	clean := []string{
+		"Epoch 1/10: 100%|##########| 782/782 [01:02<00:00, 12.5it/s, loss=0.412]",
+		"gpu-node-02:5512:5680 [0] NCCL INFO comm 0x55e0a1c0 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 7000 commId 0x1c2d3e4f - Init COMPLETE",
+		"gpu-node-02:5512:5512 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+		"[rank0]:[I1121 10:21:09.118000 ProcessGroupNCCL.cpp:914] [PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL initialization options: size: 8, global rank: 0, TIMEOUT(ms): 600000",
+		"2026-11-21 10:00:01.123456: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1886] Created device /job:localhost/replica:0/task:0/device:GPU:0 with 78911 MB memory:  -> device: 0, name: NVIDIA A100-SXM4-80GB, pci bus id: 0000:07:00.0, compute capability: 8.0",
+		"| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |",
+		"|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |",
+		"max memory allocated: 61.3 GiB, reserved: 64.0 GiB",
+		"Successfully installed torch-2.5.1 nvidia-cudnn-cu12-9.1.0.70 nvidia-nccl-cu12-2.21.5",
+		"I1121 10:00:02.000000 cuda_dnn.cc:529] Loaded cuDNN version 90300",
+		"torch.cuda.is_available(): True, device count: 8",
+	}
+	c := diagnose.NewCollector(s.Entries())
+	if _, err := s.Scan(strings.NewReader(strings.Join(clean, "\n")), c.Add); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range c.Report().Diagnoses {
+		t.Errorf("clean log diagnosed as %s: %v", d.ID, d.Evidence)
+	}
+}
