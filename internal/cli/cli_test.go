@@ -128,13 +128,13 @@ func TestExitCodes(t *testing.T) {
 	os.WriteFile(badgz, buf.Bytes()[:len(buf.Bytes())-12], 0o644)
 
 	tests := []struct {
-		name     string
-		stdin    string
-		env      map[string]string
-		args     []string
-		code     int
-		inOut    string
-		inErr    string
+		name  string
+		stdin string
+		env   map[string]string
+		args  []string
+		code  int
+		inOut string
+		inErr string
 	}{
 		{"missing file", "", nil, []string{"diagnose", "/nonexistent/x.log"}, 2, "", "/nonexistent/x.log: no such file or directory"},
 		{"bad format", "", nil, []string{"diagnose", "-f", "yaml", "-"}, 2, "", `--format: want text, json, markdown, got "yaml"`},

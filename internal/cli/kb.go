@@ -40,14 +40,14 @@ gpudx. These commands list, show and search it, check entries for defects
 }
 
 type summary struct {
-	ID         string `json:"id"`
-	Domain     string `json:"domain"`
-	Category   string `json:"category"`
-	ErrorCode  string `json:"error_code"`
-	Signature  string `json:"signature"`
-	Tier       string `json:"verification_tier"`
-	Score      int    `json:"score,omitempty"`
-	Origin     string `json:"origin"`
+	ID         string  `json:"id"`
+	Domain     string  `json:"domain"`
+	Category   string  `json:"category"`
+	ErrorCode  string  `json:"error_code"`
+	Signature  string  `json:"signature"`
+	Tier       string  `json:"verification_tier"`
+	Score      int     `json:"score,omitempty"`
+	Origin     string  `json:"origin"`
 	Confidence float64 `json:"confidence"`
 }
 
