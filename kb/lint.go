@@ -466,9 +466,9 @@ func checkGraph(e *Entry, exists func(string) bool, add func(field, msg string))
 	}
 }
 
-// confused reports whether a or b names the other in
+// Confused reports whether a or b names the other in
 // frequently_confused_with: one stated distinction is enough.
-func confused(a, b *Entry) bool {
+func Confused(a, b *Entry) bool {
 	for _, c := range a.TransitionGraph.FrequentlyConfusedWith {
 		if c.ErrorID == b.ID {
 			return true
@@ -517,7 +517,7 @@ func overlaps(ls []linted, known *Base) []Problem {
 		}
 		targets = append(targets, others...)
 		for _, o := range targets {
-			if o.ID == x.entry.ID || confused(x.entry, o) {
+			if o.ID == x.entry.ID || Confused(x.entry, o) {
 				continue
 			}
 			for i, s := range o.Examples.Match {

@@ -55,19 +55,6 @@ func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 	for _, e := range entries {
 		byID[e.ID] = e
 	}
-	confused := func(a, b *kb.Entry) bool {
-		for _, c := range a.TransitionGraph.FrequentlyConfusedWith {
-			if c.ErrorID == b.ID {
-				return true
-			}
-		}
-		for _, c := range b.TransitionGraph.FrequentlyConfusedWith {
-			if c.ErrorID == a.ID {
-				return true
-			}
-		}
-		return false
-	}
 	for _, e := range entries {
 		for _, ex := range e.Examples.Match {
 			c := diagnose.NewCollector(s.Entries())
@@ -80,7 +67,7 @@ func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 				continue
 			}
 			top := r.Diagnoses[0]
-			if top.ID != e.ID && !confused(e, byID[top.ID]) {
+			if top.ID != e.ID && !kb.Confused(e, byID[top.ID]) {
 				t.Errorf("%s: example diagnosed as %s: %q", e.ID, top.ID, ex)
 			}
 		}
