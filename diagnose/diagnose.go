@@ -112,10 +112,8 @@ func (a key) less(b key) bool {
 }
 
 type group struct {
-	d     *Diagnosis
-	first key
-	last  Evidence
-	seen  int // evidence lines kept so far from the start
+	d    *Diagnosis
+	last Evidence // the latest hit past the first MaxEvidence-1
 }
 
 // Collector accumulates hits from one or more inputs with memory bounded by
@@ -126,7 +124,8 @@ type Collector struct {
 	groups   map[int]*group
 	subsumed map[int]map[int]bool // entry -> entries that took its place on some line
 	stats    Stats
-	files    []string
+	file     string // the current input's name ("" for a single input)
+	fileIdx  int    // and its position
 
 	pending []scan.Hit // hits of the current line
 	pkey    key
@@ -147,8 +146,11 @@ func NewCollector(entries []*kb.Entry) *Collector {
 // File starts a new input; hits added after it are attributed to name.
 func (c *Collector) File(name string) {
 	c.flush()
-	c.files = append(c.files, name)
-	c.stats.Files = len(c.files)
+	if c.stats.Files > 0 {
+		c.fileIdx++
+	}
+	c.file = name
+	c.stats.Files++
 }
 
 // AddStats adds what a scan read.
@@ -159,7 +161,7 @@ func (c *Collector) AddStats(s scan.Stats) {
 
 // Add records one hit of the current file.
 func (c *Collector) Add(h scan.Hit) {
-	k := key{max(len(c.files)-1, 0), h.Line}
+	k := key{c.fileIdx, h.Line}
 	if len(c.pending) > 0 && k != c.pkey {
 		c.flush()
 	}
@@ -210,44 +212,27 @@ func (c *Collector) moreSpecific(a, b scan.Hit) bool {
 	return a.ID < b.ID
 }
 
-// note adds a hit to its entry's group. A subsumed hit is remembered so that
-// an entry seen only under a more specific one can be folded away, but it
-// does not count.
+// note counts a hit for its entry. A hit folded into a more specific
+// entry's (subsumed) is only remembered in c.subsumed.
 func (c *Collector) note(h scan.Hit, subsumed bool) {
-	g := c.groups[h.Entry]
-	file := ""
-	if n := len(c.files); n > 0 {
-		file = c.files[n-1]
-	}
-	k := key{max(len(c.files)-1, 0), h.Line}
-	ev := Evidence{File: file, Line: h.Line, Text: h.Text}
-	if g == nil {
-		e := c.entries[h.Entry]
-		g = &group{d: newDiagnosis(e), first: k}
-		g.d.File = file
-		g.d.FirstLine = h.Line
-		g.d.order = k
-		for name, v := range h.Captures {
-			g.d.Facts[name] = v
-		}
-		c.groups[h.Entry] = g
-	}
 	if subsumed {
 		return
 	}
-	if g.d.Count == 0 {
-		// The first hit that counts sets where the error is first seen.
-		g.first, g.d.order, g.d.File, g.d.FirstLine = k, k, file, h.Line
-		clear(g.d.Facts)
+	ev := Evidence{File: c.file, Line: h.Line, Text: h.Text}
+	g := c.groups[h.Entry]
+	if g == nil {
+		d := newDiagnosis(c.entries[h.Entry])
+		d.File, d.FirstLine, d.order = c.file, h.Line, c.pkey
 		for name, v := range h.Captures {
-			g.d.Facts[name] = v
+			d.Facts[name] = v
 		}
+		g = &group{d: d}
+		c.groups[h.Entry] = g
 	}
 	g.d.Count++
 	g.d.LastLine = h.Line
-	if g.seen < MaxEvidence-1 {
+	if len(g.d.Evidence) < MaxEvidence-1 {
 		g.d.Evidence = append(g.d.Evidence, ev)
-		g.seen++
 	} else {
 		g.last = ev
 	}
@@ -259,9 +244,6 @@ func (c *Collector) Report() *Report {
 	ds := []*Diagnosis{} // never nil: JSON says [] when nothing is found
 	idx := map[string]*Diagnosis{}
 	for _, g := range c.groups {
-		if g.d.Count == 0 {
-			continue // only ever matched where a more specific entry did
-		}
 		if g.last.Line != 0 {
 			g.d.Evidence = append(g.d.Evidence, g.last)
 			g.last = Evidence{}
@@ -269,14 +251,16 @@ func (c *Collector) Report() *Report {
 		ds = append(ds, g.d)
 		idx[g.d.ID] = g.d
 	}
+	// An entry that only ever matched where a more specific one did is
+	// folded into it.
 	for loser, winners := range c.subsumed {
-		lg := c.groups[loser]
-		if lg == nil || lg.d.Count > 0 {
+		if c.groups[loser] != nil {
 			continue
 		}
+		id := c.entries[loser].ID
 		for w := range winners {
-			if wg := c.groups[w]; wg != nil && wg.d.Count > 0 && !slices.Contains(wg.d.Subsumes, lg.d.ID) {
-				wg.d.Subsumes = append(wg.d.Subsumes, lg.d.ID)
+			if wg := c.groups[w]; wg != nil && !slices.Contains(wg.d.Subsumes, id) {
+				wg.d.Subsumes = append(wg.d.Subsumes, id)
 			}
 		}
 	}
