@@ -117,11 +117,12 @@ func skipDir(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }
 
-// LoadFS reads every *.json file below root in fsys. Origins are
-// prefix+path. Files that fail to parse are returned as errors; the rest
-// load.
-func LoadFS(fsys fs.FS, root, prefix string) ([]*Entry, []error) {
-	var out []*Entry
+// ReadFS reads every *.json entry file below root in fsys, skipping
+// hidden directories and those starting with '_'. Paths are prefix+path.
+// A file that cannot be read, or is larger than MaxEntryFileSize, is
+// returned as an error; the others are read.
+func ReadFS(fsys fs.FS, root, prefix string) ([]File, []error) {
+	var files []File
 	var errs []error
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -142,16 +143,31 @@ func LoadFS(fsys fs.FS, root, prefix string) ([]*Entry, []error) {
 			errs = append(errs, &LoadError{prefix + p, err})
 			return nil
 		}
-		e, err := Parse(prefix+p, data)
-		if err != nil {
-			errs = append(errs, &LoadError{prefix + p, err})
-			return nil
-		}
-		out = append(out, e)
+		files = append(files, File{Path: prefix + p, Data: data})
 		return nil
 	})
 	if err != nil {
 		errs = append(errs, &LoadError{prefix + root, err})
+	}
+	return files, errs
+}
+
+// LoadFS reads every entry file below root in fsys (see ReadFS). Files
+// that fail to parse are returned as errors; the rest load.
+func LoadFS(fsys fs.FS, root, prefix string) ([]*Entry, []error) {
+	files, errs := ReadFS(fsys, root, prefix)
+	return parseAll(files, errs)
+}
+
+func parseAll(files []File, errs []error) ([]*Entry, []error) {
+	out := make([]*Entry, 0, len(files))
+	for _, f := range files {
+		e, err := Parse(f.Path, f.Data)
+		if err != nil {
+			errs = append(errs, &LoadError{f.Path, err})
+			continue
+		}
+		out = append(out, e)
 	}
 	return out, errs
 }
@@ -170,33 +186,34 @@ func readLimited(fsys fs.FS, p string) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// LoadPath reads entries from a file (any extension: the seed entry is a
-// .txt) or from every *.json file below a directory.
-func LoadPath(p string) ([]*Entry, []error) {
+// ReadPath reads one entry file (any extension: the seed entry is a .txt)
+// or, for a directory, every entry file below it (see ReadFS).
+func ReadPath(p string) ([]File, []error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, []error{&LoadError{p, err}}
 	}
 	if st.IsDir() {
-		entries, errs := LoadFS(os.DirFS(p), ".", "")
-		for _, e := range entries {
-			e.Origin = filepath.Join(p, e.Origin)
-		}
-		for _, err := range errs {
-			var le *LoadError
-			if errors.As(err, &le) {
-				le.Path = filepath.Join(p, le.Path)
-			}
-		}
-		return entries, errs
+		return ReadFS(os.DirFS(p), ".", dirPrefix(p))
 	}
 	data, err := readLimited(os.DirFS(filepath.Dir(p)), filepath.Base(p))
 	if err != nil {
 		return nil, []error{&LoadError{p, err}}
 	}
-	e, err := Parse(p, data)
-	if err != nil {
-		return nil, []error{&LoadError{p, err}}
+	return []File{{Path: p, Data: data}}, nil
+}
+
+// LoadPath reads entries from a file or a directory (see ReadPath).
+func LoadPath(p string) ([]*Entry, []error) {
+	return parseAll(ReadPath(p))
+}
+
+// dirPrefix is what a directory's name contributes to the paths of the
+// files below it.
+func dirPrefix(dir string) string {
+	dir = filepath.ToSlash(filepath.Clean(dir))
+	if dir == "." {
+		return ""
 	}
-	return []*Entry{e}, nil
+	return strings.TrimSuffix(dir, "/") + "/"
 }

@@ -1,8 +1,6 @@
 package knowledge_test
 
 import (
-	"io/fs"
-	"path"
 	"strings"
 	"testing"
 
@@ -23,17 +21,10 @@ func load(t *testing.T) []*kb.Entry {
 
 // TestLintClean: the built-in knowledge base has no lint problem at all.
 func TestLintClean(t *testing.T) {
-	var files []kb.File
-	fs.WalkDir(knowledge.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if d.IsDir() && strings.HasPrefix(d.Name(), "_") {
-			return fs.SkipDir
-		}
-		if !d.IsDir() && path.Ext(p) == ".json" {
-			data, _ := fs.ReadFile(knowledge.FS, p)
-			files = append(files, kb.File{Path: "knowledge/" + p, Data: data})
-		}
-		return nil
-	})
+	files, errs := kb.ReadFS(knowledge.FS, ".", "knowledge/")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
 	if len(files) < 30 {
 		t.Fatalf("only %d entries", len(files))
 	}

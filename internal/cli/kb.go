@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -227,78 +225,26 @@ Exit status 1 when any problem is found.`,
 	return cmd
 }
 
-// lintFiles gathers the files a lint covers.
+// lintFiles gathers the files a lint covers: the built-in ones, or those
+// at the given paths. A path that cannot be read is a usage error.
 func lintFiles(args []string) ([]kb.File, error) {
-	var files []kb.File
 	if len(args) == 0 {
-		err := fs.WalkDir(knowledge.FS, ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), "_") || strings.HasPrefix(d.Name(), ".")) {
-				return fs.SkipDir
-			}
-			if !d.IsDir() && path.Ext(p) == ".json" {
-				data, err := fs.ReadFile(knowledge.FS, p)
-				if err != nil {
-					return err
-				}
-				files = append(files, kb.File{Path: "knowledge/" + p, Data: data})
-			}
-			return nil
-		})
-		return files, err
+		files, errs := kb.ReadFS(knowledge.FS, ".", "knowledge/")
+		if len(errs) > 0 {
+			return nil, &exitError{ExitInternal, errors.Join(errs...)}
+		}
+		return files, nil
 	}
+	var files []kb.File
 	for _, a := range args {
-		st, err := os.Stat(a)
-		if err != nil {
-			return nil, usageErr("%s: %v", a, unwrapPath(err))
+		got, errs := kb.ReadPath(a)
+		if len(errs) > 0 {
+			return nil, usageErr("%v", errors.Join(errs...))
 		}
-		if !st.IsDir() {
-			data, err := readFileLimited(a)
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, kb.File{Path: a, Data: data})
-			continue
-		}
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && p != a && (strings.HasPrefix(d.Name(), "_") || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			if !d.IsDir() && filepath.Ext(p) == ".json" {
-				data, err := readFileLimited(p)
-				if err != nil {
-					return err
-				}
-				files = append(files, kb.File{Path: p, Data: data})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, usageErr("%v", err)
-		}
+		files = append(files, got...)
 	}
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
-}
-
-func readFileLimited(p string) ([]byte, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, usageErr("%s: %v", p, unwrapPath(err))
-	}
-	if st.Size() > kb.MaxEntryFileSize {
-		return nil, usageErr("%s: %d bytes, more than the %d an entry file may have", p, st.Size(), kb.MaxEntryFileSize)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, usageErr("%s: %v", p, unwrapPath(err))
-	}
-	return data, nil
 }
 
 func runLint(env *IO, args []string) error {
