@@ -355,20 +355,27 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 	if d.Versions == nil {
 		d.Versions = []kb.Version{}
 	}
-	d.DeadEnds = make([]DeadEnd, len(e.DeadEnds))
-	for i, x := range e.DeadEnds {
-		d.DeadEnds[i] = DeadEnd{Index: i, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
-			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i)}
-	}
-	d.Workarounds = make([]Workaround, len(e.Workarounds))
-	for i, x := range e.Workarounds {
-		d.Workarounds[i] = Workaround{Index: i, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
-			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i)}
-	}
+	d.DeadEnds, d.Workarounds = Items(e)
 	// Most likely to waste time first; most likely to work first.
 	slices.SortStableFunc(d.DeadEnds, func(a, b DeadEnd) int { return cmp.Compare(b.FailRate, a.FailRate) })
 	slices.SortStableFunc(d.Workarounds, func(a, b Workaround) int { return cmp.Compare(b.SuccessRate, a.SuccessRate) })
 	return d
+}
+
+// Items returns an entry's dead ends and workarounds in the entry's order,
+// with their Chinese text and their index in the entry.
+func Items(e *kb.Entry) ([]DeadEnd, []Workaround) {
+	dead := make([]DeadEnd, len(e.DeadEnds))
+	for i, x := range e.DeadEnds {
+		dead[i] = DeadEnd{Index: i, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
+			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i)}
+	}
+	work := make([]Workaround, len(e.Workarounds))
+	for i, x := range e.Workarounds {
+		work[i] = Workaround{Index: i, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
+			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i)}
+	}
+	return dead, work
 }
 
 func nonNil(s []string) []string {

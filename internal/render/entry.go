@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/kb"
 )
 
@@ -25,39 +26,9 @@ func EntryText(w io.Writer, e *kb.Entry, o Options) error {
 	fmt.Fprintf(&b, "%s  %s\n", p.bold(e.ID), p.dim(strings.Join(nonEmpty(e.Domain, e.Category, e.ErrorCode), " · ")))
 	fmt.Fprintf(&b, "  %s\n", p.bold(sig))
 	fmt.Fprintf(&b, "\n  %s\n%s\n", p.bold(L["what"]), indent(rc, "    "))
-	if len(e.DeadEnds) > 0 {
-		fmt.Fprintf(&b, "\n  %s\n", p.yellow(L["dead"]))
-		for i, x := range e.DeadEnds {
-			if zh := e.DeadEndZh(i); o.Lang == "zh" && zh != "" {
-				fmt.Fprintf(&b, "    ✗ %s %s\n", zh, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
-			} else {
-				fmt.Fprintf(&b, "    ✗ %s %s\n", x.Action, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
-				fmt.Fprintf(&b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
-			}
-			for _, s := range x.Sources {
-				fmt.Fprintf(&b, "      %s\n", p.dim(L["src"]+": "+s))
-			}
-		}
-	}
-	if len(e.Workarounds) > 0 {
-		fmt.Fprintf(&b, "\n  %s\n", p.green(L["do"]))
-		for i, x := range e.Workarounds {
-			text := x.Action
-			if zh := e.WorkaroundZh(i); o.Lang == "zh" && zh != "" {
-				text = zh
-			}
-			fmt.Fprintf(&b, "    %d. %s %s\n", i+1, text, p.dim("("+fmt.Sprintf(L["works"], pct(x.SuccessRate))+")"))
-			if x.How != "" {
-				fmt.Fprintf(&b, "%s\n", indent(x.How, "       │ "))
-			}
-			if x.Condition != "" {
-				fmt.Fprintf(&b, "       %s: %s\n", L["when"], x.Condition)
-			}
-			for _, s := range x.Sources {
-				fmt.Fprintf(&b, "       %s\n", p.dim(L["src"]+": "+s))
-			}
-		}
-	}
+	dead, work := diagnose.Items(e)
+	writeDeadEnds(&b, dead, -1, o, p, L)
+	writeWorkarounds(&b, work, -1, o, p, L)
 	if g := e.TransitionGraph; len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0 {
 		b.WriteString("\n")
 		if len(g.LeadsTo) > 0 {

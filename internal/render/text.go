@@ -76,39 +76,8 @@ func textFull(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L
 	if len(d.Facts) > 0 {
 		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(L["facts"]), factList(d.Facts))
 	}
-	if len(d.DeadEnds) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
-		for _, x := range d.DeadEnds {
-			if o.Lang == "zh" && x.Zh != "" {
-				fmt.Fprintf(b, "    ✗ %s %s\n", x.Zh, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
-			} else {
-				fmt.Fprintf(b, "    ✗ %s %s\n", x.Action, p.dim("("+fmt.Sprintf(L["fails"], pct(x.FailRate))+")"))
-				fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
-			}
-			if x.Condition != "" {
-				fmt.Fprintf(b, "      %s: %s\n", L["when"], x.Condition)
-			}
-		}
-	}
-	if len(d.Workarounds) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.green(L["do"]))
-		for n, x := range d.Workarounds {
-			text := x.Action
-			if o.Lang == "zh" && x.Zh != "" {
-				text = x.Zh
-			}
-			fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, p.dim("("+fmt.Sprintf(L["works"], pct(x.SuccessRate))+")"))
-			if x.How != "" {
-				fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
-			}
-			if x.Condition != "" {
-				fmt.Fprintf(b, "       %s: %s\n", L["when"], x.Condition)
-			}
-			if len(x.Sources) > 0 {
-				fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+x.Sources[0]))
-			}
-		}
-	}
+	writeDeadEnds(b, d.DeadEnds, 0, o, p, L)
+	writeWorkarounds(b, d.Workarounds, 1, o, p, L)
 	if len(d.LeadsTo) > 0 {
 		fmt.Fprintf(b, "\n  %s: %s\n", L["leads"], strings.Join(d.LeadsTo, ", "))
 	}
@@ -136,4 +105,59 @@ func textBrief(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, 
 		fmt.Fprintf(b, "  %s: %s\n", L["facts"], factList(d.Facts))
 	}
 	fmt.Fprintf(b, "  %s\n", p.dim(fmt.Sprintf(L["more"], d.ID)))
+}
+
+// writeDeadEnds writes the "don't waste time on" block with at most
+// maxSources sources per item (-1 for all).
+func writeDeadEnds(b *strings.Builder, items []diagnose.DeadEnd, maxSources int, o Options, p painter, L map[string]string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
+	for _, x := range items {
+		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + ")")
+		if o.Lang == "zh" && x.Zh != "" {
+			fmt.Fprintf(b, "    ✗ %s %s\n", x.Zh, rate)
+		} else {
+			fmt.Fprintf(b, "    ✗ %s %s\n", x.Action, rate)
+			fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
+		}
+		if x.Condition != "" {
+			fmt.Fprintf(b, "      %s: %s\n", L["when"], x.Condition)
+		}
+		for _, s := range firstN(x.Sources, maxSources) {
+			fmt.Fprintf(b, "      %s\n", p.dim(L["src"]+": "+s))
+		}
+	}
+}
+
+// writeWorkarounds writes the "do now" block, numbered in the given order.
+func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSources int, o Options, p painter, L map[string]string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n  %s\n", p.green(L["do"]))
+	for n, x := range items {
+		text := x.Action
+		if o.Lang == "zh" && x.Zh != "" {
+			text = x.Zh
+		}
+		fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, p.dim("("+fmt.Sprintf(L["works"], pct(x.SuccessRate))+")"))
+		if x.How != "" {
+			fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
+		}
+		if x.Condition != "" {
+			fmt.Fprintf(b, "       %s: %s\n", L["when"], x.Condition)
+		}
+		for _, s := range firstN(x.Sources, maxSources) {
+			fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+s))
+		}
+	}
+}
+
+func firstN(s []string, n int) []string {
+	if n < 0 || n > len(s) {
+		return s
+	}
+	return s[:n]
 }
