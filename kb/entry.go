@@ -6,6 +6,8 @@ package kb
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"sync"
 )
 
 // Entry is one known error: how to recognise it, why it happens, what does
@@ -50,6 +52,17 @@ type Entry struct {
 	Origin string `json:"-"`
 	// Format is FormatGpudx or FormatDeadends.
 	Format string `json:"-"`
+
+	reOnce sync.Once
+	re     *regexp.Regexp
+	reErr  error
+}
+
+// Compiled returns the entry's regex compiled, once; later calls share it.
+// Regex must not change after the first call.
+func (e *Entry) Compiled() (*regexp.Regexp, error) {
+	e.reOnce.Do(func() { e.re, e.reErr = regexp.Compile(e.Regex) })
+	return e.re, e.reErr
 }
 
 // Formats an entry can be read from.

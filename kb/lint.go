@@ -405,7 +405,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		add("regex", "empty")
 		return nil
 	}
-	re, err := regexp.Compile(e.Regex)
+	re, err := e.Compiled()
 	if err != nil {
 		add("regex", "not valid RE2: "+err.Error())
 		return nil
@@ -486,23 +486,19 @@ func Confused(a, b *Entry) bool {
 // when neither names the other in frequently_confused_with. Linted entries
 // are checked against each other and against the known base.
 func overlaps(ls []linted, known *Base) []Problem {
-	type cand struct {
-		e  *Entry
-		re *regexp.Regexp
-	}
-	var all []cand
+	// Targets: the linted entries, then the known ones they do not replace.
+	var targets []*Entry
 	inLint := map[string]bool{}
 	for _, x := range ls {
 		if x.re != nil && x.entry.Format == FormatGpudx {
-			all = append(all, cand{x.entry, x.re})
+			targets = append(targets, x.entry)
 			inLint[x.entry.ID] = true
 		}
 	}
-	var others []*Entry
 	if known != nil {
 		for _, e := range known.Entries() {
 			if !inLint[e.ID] && e.Format == FormatGpudx {
-				others = append(others, e)
+				targets = append(targets, e)
 			}
 		}
 	}
@@ -511,11 +507,6 @@ func overlaps(ls []linted, known *Base) []Problem {
 		if x.re == nil || x.entry.Format != FormatGpudx {
 			continue
 		}
-		targets := make([]*Entry, 0, len(all)+len(others))
-		for _, c := range all {
-			targets = append(targets, c.e)
-		}
-		targets = append(targets, others...)
 		for _, o := range targets {
 			if o.ID == x.entry.ID || Confused(x.entry, o) {
 				continue
@@ -557,7 +548,7 @@ func lintCanon(f File, add func(field, msg string)) (*Entry, *regexp.Regexp) {
 		add("error.regex", "empty")
 		return e, nil
 	}
-	re, err := regexp.Compile(e.Regex)
+	re, err := e.Compiled()
 	if err != nil {
 		add("error.regex", "not valid RE2, skipped when matching: "+err.Error())
 		return e, nil

@@ -1,7 +1,6 @@
 package kb
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -32,7 +31,7 @@ func Search(b *Base, query string, limit int) []Result {
 			score += 1000
 		}
 		if e.Regex != "" {
-			if re, err := regexp.Compile(e.Regex); err == nil && re.MatchString(q) {
+			if re, err := e.Compiled(); err == nil && re.MatchString(q) {
 				score += 200
 			}
 		}

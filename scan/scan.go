@@ -79,7 +79,7 @@ func New(entries []*kb.Entry) (*Scanner, []error) {
 		if e.Regex == "" {
 			continue
 		}
-		re, err := regexp.Compile(e.Regex)
+		re, err := e.Compiled()
 		if err != nil {
 			errs = append(errs, &CompileError{e.ID, e.Origin, err})
 			continue
