@@ -200,9 +200,13 @@ func checkFields(prefix string, obj map[string]json.RawMessage, specs []fieldSpe
 // Linter checks entry files. Known, if set, says whether an id exists
 // outside the linted files (the embedded base when linting a directory of
 // overrides); transition-graph references are checked against it and
-// against the linted files themselves.
+// against the linted files themselves. Registry, if set, turns on the
+// names rule: every UPPER_CASE name, allocator setting and torch./jax./tf.
+// name an entry's prose mentions must be recorded there; its own reading
+// problems are reported too.
 type Linter struct {
-	Known *Base
+	Known    *Base
+	Registry *Registry
 }
 
 type linted struct {
@@ -238,6 +242,12 @@ func (l *Linter) Lint(files []File) []Problem {
 	for _, x := range ok {
 		add := func(field, msg string) { probs = append(probs, Problem{x.path, field, msg}) }
 		checkGraph(x.entry, exists, add)
+		if l.Registry != nil && x.entry.Format == FormatGpudx {
+			checkNames(x.entry, l.Registry, add)
+		}
+	}
+	if l.Registry != nil {
+		probs = append(probs, l.Registry.Problems...)
 	}
 	probs = append(probs, overlaps(ok, l.Known)...)
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Path < probs[j].Path })

@@ -141,3 +141,35 @@ func TestLintSeed(t *testing.T) {
 		t.Errorf("got:\n  %s", strings.Join(got, "\n  "))
 	}
 }
+
+// TestLintNames checks the registry rule: names in prose must be recorded,
+// a nonexistent name may appear only in a dead end, names from the entry's
+// own message and host names are exempt, and malformed or duplicate
+// registry records are reported.
+func TestLintNames(t *testing.T) {
+	reg, err := ReadRegistryFS(os.DirFS("testdata/lint"), ".", "testdata/lint/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Len() != 5 {
+		t.Errorf("registry holds %d names, want 5", reg.Len())
+	}
+	got := problemStrings((&Linter{Registry: reg}).Lint([]File{readFixture(t, "names")}))
+	want := []string{
+		`testdata/lint/_registry/names.json: [5].name: "NCCL_DEBUG" is already recorded in testdata/lint/_registry/names.json`,
+		`testdata/lint/_registry/names.json: [6].kind: "variable" is not one of env, alloc_conf, flag, api, cli, status, nonexistent`,
+		`testdata/lint/_registry/names.json: [6].source: not an http(s) URL`,
+		`testdata/lint/_registry/names.json: [7].component: missing or empty`,
+		`names.json: root_cause: name "MADE_UP_VAR" is not in the registry (_registry/); record it with an official source, or reword`,
+		`names.json: root_cause_zh: name "torch.cuda.free_all" is not in the registry (_registry/); record it with an official source, or reword`,
+		`names.json: workarounds[0].how: "CUBLASLT_HEURISTIC_MODE" does not exist (registry, testdata/lint/_registry/names.json); only a dead end may name it`,
+		`names.json: workarounds[0].how: allocator setting "garbage_collect_mb" is not in the registry (_registry/); record it with an official source, or reword`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	// Without a registry the rule is off.
+	if ps := (&Linter{}).Lint([]File{readFixture(t, "names")}); len(ps) != 0 {
+		t.Errorf("registry rule ran without a registry: %v", ps)
+	}
+}

@@ -27,13 +27,14 @@ gpudx. These commands list, show and search it, check entries for defects
 		Example: `  gpudx kb list --domain nccl
   gpudx kb show cuda/illegal-memory-access
   gpudx kb search "misaligned address"
+  gpudx kb stats
   gpudx kb lint my-entries/`,
 	}
 	var kbFlag []string
 	cmd.PersistentFlags().StringArrayVar(&kbFlag, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB)")
 	load := func() (*kb.Base, error) { return loadBase(kbPaths(kbFlag, env), env) }
 	cmd.AddCommand(newKBListCmd(env, load), newKBShowCmd(env, load), newKBSearchCmd(env, load),
-		newKBLintCmd(env), newKBConvertCmd(env))
+		newKBStatsCmd(env, load), newKBLintCmd(env), newKBConvertCmd(env))
 	return cmd
 }
 
@@ -213,8 +214,14 @@ root_cause_type, verification_tier, resolvable, versions status); rates in
 regex compiles as RE2; every examples.match matches and no examples.no_match
 does; transition-graph ids exist (here or built in); Chinese lists as long
 as the English ones; no empty action or how; sources on every dead end and
-workaround; and no regex matching another entry's examples unless one names
-the other in frequently_confused_with.
+workaround; no regex matching another entry's examples unless one names
+the other in frequently_confused_with; and the names rule: every UPPER_CASE
+name (NCCL_DEBUG, CUBLAS_STATUS_NOT_SUPPORTED), allocator setting
+(expandable_segments:True) and torch./jax./tf. name in an entry's prose must
+be recorded in the registry (knowledge/_registry/*.json, plus a _registry/
+directory inside a PATH given) with its kind, component, versions and an
+official source, unless the entry's own message shows it. A name recorded as
+"nonexistent" may appear only in a dead end. Registry records are checked too.
 
 Exit status 1 when any problem is found.`,
 		Example: `  gpudx kb lint
@@ -252,13 +259,31 @@ func runLint(env *IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	l := &kb.Linter{}
+	reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		return &exitError{ExitInternal, err}
+	}
+	l := &kb.Linter{Registry: reg}
 	if len(args) > 0 {
 		// Entries given by hand may refer to, and overlap with, the
-		// built-in ones.
+		// built-in ones, and name what the built-in registry or their
+		// own tree's registry holds. Only their own registry's
+		// problems are reported.
 		if l.Known, err = loadEmbedded(); err != nil {
 			return err
 		}
+		own := &kb.Registry{}
+		for _, a := range args {
+			if st, err := os.Stat(a); err == nil && st.IsDir() {
+				r, err := kb.ReadRegistryFS(os.DirFS(a), ".", a+"/")
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				own = own.Union(r)
+			}
+		}
+		reg.Problems = nil
+		l.Registry = own.Union(reg)
 	}
 	probs := l.Lint(files)
 	for _, p := range probs {

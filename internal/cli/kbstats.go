@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
+)
+
+func newKBStatsCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count entries by domain, family, category and tier, and their completeness",
+		Long: `Count the knowledge base's entries by domain, family, category and
+verification tier, and say how complete they are: the share with complete
+Chinese text, with examples (two real forms and a near miss), with a source
+on every dead end and workaround, with named facts and with transition-graph
+edges. The registry of names is counted by kind.
+
+Families split the cuda domain by library, named first in the slug:
+cuda-runtime, cublas, cudnn and cuda-math (cufft, cusolver, cusparse,
+curand); other domains are their own family. Entries added with --kb are
+counted too.`,
+		Example: "  gpudx kb stats\n  gpudx kb stats --format json | jq .by_family",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
+			base, err := load()
+			if err != nil {
+				return err
+			}
+			reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+			if err != nil {
+				return &exitError{ExitInternal, err}
+			}
+			s := kb.ComputeStats(base.Entries(), reg)
+			if format == "json" {
+				enc := json.NewEncoder(env.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			return writeStats(env, s)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text or json")
+	return cmd
+}
+
+func writeStats(env *IO, s kb.Stats) error {
+	tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "entries\t%d\t(%d dead ends, %d workarounds)\n", s.Entries, s.DeadEnds, s.Workarounds)
+	for _, g := range []struct {
+		name string
+		m    map[string]int
+	}{{"by domain", s.ByDomain}, {"by family", s.ByFamily}, {"by category", s.ByCategory}, {"by tier", s.ByTier}} {
+		fmt.Fprintf(tw, "\n%s\t\t\n", g.name)
+		for _, k := range kb.SortedKeys(g.m) {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", k, g.m[k])
+		}
+	}
+	fmt.Fprintf(tw, "\ncompleteness\t\t\n")
+	for _, q := range []struct {
+		name string
+		sh   kb.Share
+	}{{"complete Chinese text", s.CompleteZh}, {"examples (2 forms + near miss)", s.WithExamples},
+		{"a source on every item", s.SourcedItems}, {"named facts", s.WithFacts}, {"transition-graph edges", s.WithGraphEdges}} {
+		fmt.Fprintf(tw, "  %s\t%d\t%.1f%%\n", q.name, q.sh.Count, 100*q.sh.Share)
+	}
+	if s.Registry != nil {
+		fmt.Fprintf(tw, "\nregistry names\t%d\t\n", s.Registry.Names)
+		for _, k := range kb.SortedKeys(s.Registry.ByKind) {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", k, s.Registry.ByKind[k])
+		}
+	}
+	return tw.Flush()
+}
