@@ -267,13 +267,18 @@ func (c *Collector) Report() *Report {
 	for _, d := range ds {
 		slices.Sort(d.Subsumes)
 	}
+	// A line that healthy runs print too (an entry tagged "warning") is
+	// context for an error, never a finding on its own.
+	if !slices.ContainsFunc(ds, func(d *Diagnosis) bool { return !d.entry.IsWarning() }) {
+		ds = ds[:0]
+	}
 	order(ds, idx)
 	return &Report{Diagnoses: ds, Stats: c.stats}
 }
 
 // order sorts diagnoses root first: an error the transition graph says
-// leads to another comes before it; otherwise the one seen first comes
-// first. Each diagnosis not caused by another present one is a root.
+// leads to another comes before it; otherwise errors come before warnings
+// and the one seen first comes first. Each diagnosis not caused by another present one is a root.
 func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 	preds := map[*Diagnosis][]*Diagnosis{}
 	link := func(from, to *Diagnosis) {
@@ -291,6 +296,12 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 		}
 	}
 	byFirst := func(a, b *Diagnosis) int {
+		if wa, wb := a.entry.IsWarning(), b.entry.IsWarning(); wa != wb {
+			if wb {
+				return -1 // errors before warnings
+			}
+			return 1
+		}
 		if a.order != b.order {
 			if a.order.less(b.order) {
 				return -1

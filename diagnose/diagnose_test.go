@@ -14,6 +14,7 @@ type tentry struct {
 	id, regex, kind string
 	leadsTo         []string
 	precededBy      []string
+	tags            []string
 }
 
 func build(t *testing.T, es []tentry, logs ...string) *Report {
@@ -25,7 +26,7 @@ func build(t *testing.T, es []tentry, logs ...string) *Report {
 			kind = "specific"
 		}
 		entries = append(entries, &kb.Entry{ID: x.id, Regex: x.regex, RootCauseType: kind,
-			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}})
+			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}, Tags: x.tags})
 	}
 	s, errs := scan.New(entries)
 	if len(errs) > 0 {
@@ -195,4 +196,21 @@ func TestSpecificity(t *testing.T) {
 			t.Errorf("Specificity(%q) = %d, want %d", tt.re, got, tt.want)
 		}
 	}
+}
+
+var warningAndError = []tentry{
+	{id: "nccl/barrier-device-unknown", regex: "perform barrier as devices used by this process are currently unknown", tags: []string{"warning"}},
+	{id: "pytorch/cuda-out-of-memory", regex: "CUDA out of memory"},
+}
+
+// A warning healthy runs print too is not a finding alone, and ranks after
+// an error even when printed first.
+func TestWarningsAreContextForErrors(t *testing.T) {
+	warn := "[W ProcessGroupNCCL.cpp:4115] using GPU 0 to perform barrier as devices used by this process are currently unknown.\n"
+	check(t, build(t, warningAndError, warn+"step 10 loss 2.1\n"), nil)
+	r := build(t, warningAndError, warn+"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+	check(t, r, []want{
+		{id: "pytorch/cuda-out-of-memory", root: true, count: 1, first: 2},
+		{id: "nccl/barrier-device-unknown", root: true, count: 1, first: 1},
+	})
 }

@@ -50,6 +50,21 @@ func (e *Entry) CompleteZh() bool {
 	return true
 }
 
+// TagWarning marks an entry whose line healthy runs print too (a
+// deprecation or performance warning): it is reported only beside an error
+// and ranked after errors.
+const TagWarning = "warning"
+
+// IsWarning reports whether the entry is tagged TagWarning.
+func (e *Entry) IsWarning() bool {
+	for _, t := range e.Tags {
+		if t == TagWarning {
+			return true
+		}
+	}
+	return false
+}
+
 // HasExamples reports whether the entry has at least two real forms of its
 // message and one near miss.
 func (e *Entry) HasExamples() bool {

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -31,15 +32,16 @@ type record struct {
 func main() {
 	set := flag.String("set", "../shared/eval/dev.jsonl", "labelled logs, one JSON object a line")
 	labelsPath := flag.String("labels", "bench/eval/labels.json", "label -> entry ids")
+	clean := flag.String("clean", "bench/eval/clean", "directory of clean logs (normal output) where nothing must be diagnosed")
 	verbose := flag.Bool("v", false, "print every miss")
 	flag.Parse()
-	if err := run(*set, *labelsPath, *verbose); err != nil {
+	if err := run(*set, *labelsPath, *clean, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(2)
 	}
 }
 
-func run(set, labelsPath string, verbose bool) error {
+func run(set, labelsPath, cleanDir string, verbose bool) error {
 	var labels map[string][]string
 	data, err := os.ReadFile(labelsPath)
 	if err != nil {
@@ -130,6 +132,33 @@ func run(set, labelsPath string, verbose bool) error {
 	pct := func(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 	fmt.Printf("\nlabels covered: %d of %d\n", covered, len(names))
 	fmt.Printf("overall: %d logs, top-1 %d (%.1f%%), top-3 %d (%.1f%%)\n", all.n, all.top1, pct(all.top1, all.n), all.top3, pct(all.top3, all.n))
+	// Clean logs written as files: normal training output, nvidia-smi
+	// tables, pip and environment dumps. Every diagnosis on them is a false
+	// positive, printed.
+	if cleanDir != "" {
+		names, err := os.ReadDir(cleanDir)
+		if err != nil {
+			return err
+		}
+		for _, d := range names {
+			if d.IsDir() {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(cleanDir, d.Name()))
+			if err != nil {
+				return err
+			}
+			c := diagnose.NewCollector(s.Entries())
+			if _, err := s.Scan(strings.NewReader(string(data)), c.Add); err != nil {
+				return err
+			}
+			cleanLogs++
+			for _, dg := range c.Report().Diagnoses {
+				cleanDiag++
+				fmt.Printf("false positive in %s: %s (line %d)\n", d.Name(), dg.ID, dg.FirstLine)
+			}
+		}
+	}
 	fmt.Printf("clean logs: %d, diagnoses on them: %d\n", cleanLogs, cleanDiag)
 	return nil
 }
