@@ -11,6 +11,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/scan"
 )
@@ -32,33 +33,33 @@ type Stats struct {
 // Diagnosis is one known error found in the input, with what the knowledge
 // base says about it.
 type Diagnosis struct {
-	ID               string         `json:"id"`
-	Signature        string         `json:"signature"`
-	SignatureZh      string         `json:"signature_zh,omitempty"`
-	Domain           string         `json:"domain"`
-	Category         string         `json:"category"`
-	ErrorCode        string         `json:"error_code"`
-	Root             bool           `json:"root"`
-	CausedBy         []string       `json:"caused_by,omitempty"`
-	Count            int            `json:"count"`
-	File             string         `json:"file,omitempty"`
-	FirstLine        int            `json:"first_line"`
-	LastLine         int            `json:"last_line"`
-	Evidence         []Evidence     `json:"evidence"`
-	Facts            map[string]any `json:"facts"`
-	Subsumes         []string       `json:"subsumes,omitempty"`
-	RootCause        string         `json:"root_cause"`
-	RootCauseZh      string         `json:"root_cause_zh,omitempty"`
-	RootCauseType    string         `json:"root_cause_type"`
-	DeadEnds         []DeadEnd      `json:"dead_ends"`
-	Workarounds      []Workaround   `json:"workarounds"`
-	LeadsTo          []string       `json:"leads_to"`
-	Versions         []kb.Version   `json:"versions"`
-	VerificationTier string         `json:"verification_tier"`
-	Confidence       float64        `json:"confidence"`
-	FixSuccessRate   float64        `json:"fix_success_rate"`
-	Resolvable       string         `json:"resolvable"`
-	OfficialDocURL   string         `json:"official_doc_url,omitempty"`
+	ID               string                `json:"id"`
+	Signature        string                `json:"signature"`
+	SignatureZh      string                `json:"signature_zh,omitempty"`
+	Domain           string                `json:"domain"`
+	Category         string                `json:"category"`
+	ErrorCode        string                `json:"error_code"`
+	Root             bool                  `json:"root"`
+	CausedBy         []string              `json:"caused_by,omitempty"`
+	Count            int                   `json:"count"`
+	File             string                `json:"file,omitempty"`
+	FirstLine        int                   `json:"first_line"`
+	LastLine         int                   `json:"last_line"`
+	Evidence         []Evidence            `json:"evidence"`
+	Facts            map[string]facts.Fact `json:"facts"`
+	Subsumes         []string              `json:"subsumes,omitempty"`
+	RootCause        string                `json:"root_cause"`
+	RootCauseZh      string                `json:"root_cause_zh,omitempty"`
+	RootCauseType    string                `json:"root_cause_type"`
+	DeadEnds         []DeadEnd             `json:"dead_ends"`
+	Workarounds      []Workaround          `json:"workarounds"`
+	LeadsTo          []string              `json:"leads_to"`
+	Versions         []kb.Version          `json:"versions"`
+	VerificationTier string                `json:"verification_tier"`
+	Confidence       float64               `json:"confidence"`
+	FixSuccessRate   float64               `json:"fix_success_rate"`
+	Resolvable       string                `json:"resolvable"`
+	OfficialDocURL   string                `json:"official_doc_url,omitempty"`
 
 	entry *kb.Entry
 	order key
@@ -224,7 +225,7 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 		d := newDiagnosis(c.entries[h.Entry])
 		d.File, d.FirstLine, d.order = c.file, h.Line, c.pkey
 		for name, v := range h.Captures {
-			d.Facts[name] = v
+			d.Facts[name] = facts.Parse(name, v)
 		}
 		g = &group{d: d}
 		c.groups[h.Entry] = g
@@ -356,7 +357,7 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 func newDiagnosis(e *kb.Entry) *Diagnosis {
 	d := &Diagnosis{
 		ID: e.ID, Signature: e.Signature, SignatureZh: e.SignatureZh, Domain: e.Domain,
-		Category: e.Category, ErrorCode: e.ErrorCode, Facts: map[string]any{},
+		Category: e.Category, ErrorCode: e.ErrorCode, Facts: map[string]facts.Fact{},
 		RootCause: e.RootCause, RootCauseZh: e.RootCauseZh, RootCauseType: e.RootCauseType,
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
 		VerificationTier: e.VerificationTier, Confidence: e.Confidence,

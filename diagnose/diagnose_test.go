@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/scan"
 )
@@ -93,7 +94,7 @@ func TestGenericStandsWhereTheSpecificDoesNotMatch(t *testing.T) {
 		{id: "cuda/cublas-alloc-failed", root: true, count: 1, first: 1},
 		{id: "cuda/cublas-alloc-failed-cublaslt", root: true, count: 1, first: 2},
 	})
-	if got := r.Diagnoses[0].Facts["call"]; got != "cublasCreate" {
+	if got := r.Diagnoses[0].Facts["call"]; got != (facts.Fact{Type: facts.Text, Text: "cublasCreate"}) {
 		t.Errorf("facts = %v", r.Diagnoses[0].Facts)
 	}
 }
@@ -213,4 +214,17 @@ func TestWarningsAreContextForErrors(t *testing.T) {
 		{id: "pytorch/cuda-out-of-memory", root: true, count: 1, first: 2},
 		{id: "nccl/barrier-device-unknown", root: true, count: 1, first: 1},
 	})
+}
+
+// Facts are typed from the first occurrence.
+func TestFactsAreTyped(t *testing.T) {
+	r := build(t, []tentry{{id: "pytorch/cuda-out-of-memory",
+		regex: `Tried to allocate (?P<requested>[0-9.]+ [KMG]iB)\. GPU (?P<gpu>\d+)`}},
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB\n"+
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a total capacity of 79.15 GiB\n")
+	f := r.Diagnoses[0].Facts
+	if f["requested"] != (facts.Fact{Type: facts.Size, Text: "2.00 GiB", Num: 2 << 30}) ||
+		f["gpu"] != (facts.Fact{Type: facts.Int, Text: "3", Num: 3}) {
+		t.Errorf("facts = %+v", f)
+	}
 }

@@ -102,8 +102,15 @@ func TestDiagnoseJSONContract(t *testing.T) {
 		t.Errorf("second diagnosis %v %v %v", d1["id"], d1["root"], d1["count"])
 	}
 	facts := d0["facts"].(map[string]any)
-	if facts["requested"] != "4.00 GiB" || facts["gpu"] != "2" || facts["reserved_unallocated"] != "4.66 GiB" {
-		t.Errorf("facts %v", facts)
+	fact := func(name string) map[string]any { m, _ := facts[name].(map[string]any); return m }
+	if r := fact("requested"); r["type"] != "size" || r["text"] != "4.00 GiB" || r["value"] != float64(4<<30) {
+		t.Errorf("requested %v", r)
+	}
+	if g := fact("gpu"); g["type"] != "int" || g["value"] != float64(2) {
+		t.Errorf("gpu %v", g)
+	}
+	if r := fact("reserved_unallocated"); r["text"] != "4.66 GiB" || r["value"] != float64(5003636900) {
+		t.Errorf("reserved_unallocated %v", r)
 	}
 }
 

@@ -6,6 +6,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpudx/gpudx/facts"
 	"io"
 	"sort"
 	"strings"
@@ -112,7 +113,8 @@ func lineSpan(d *diagnose.Diagnosis) string {
 	return fmt.Sprint(d.FirstLine)
 }
 
-func factList(f map[string]any) string {
+// factList writes facts as printed in the message, sorted by name.
+func factList(f map[string]facts.Fact) string {
 	keys := make([]string, 0, len(f))
 	for k := range f {
 		keys = append(keys, k)
@@ -120,7 +122,7 @@ func factList(f map[string]any) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, f[k])
+		parts[i] = k + "=" + f[k].Text
 	}
 	return strings.Join(parts, "  ")
 }
