@@ -1,6 +1,9 @@
 package knowledge_test
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,9 +44,13 @@ func TestLintClean(t *testing.T) {
 	}
 }
 
+// anError is a line of a real error, for warnings to stand beside.
+const anError = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
 // TestEveryExampleDiagnosesItsEntry runs the whole pipeline on each
 // example line alone: its own entry must be the root diagnosis, or an entry
-// that the two have declared as easily confused.
+// that the two have declared as easily confused. A warning is never
+// reported alone: beside an error it must be diagnosed, after the error.
 func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 	entries := load(t)
 	s, errs := scan.New(entries)
@@ -57,10 +64,23 @@ func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 	for _, e := range entries {
 		for _, ex := range e.Examples.Match {
 			c := diagnose.NewCollector(s.Entries())
-			if _, err := s.Scan(strings.NewReader(ex), c.Add); err != nil {
+			in := ex
+			if e.IsWarning() {
+				in = ex + "\n" + anError
+			}
+			if _, err := s.Scan(strings.NewReader(in), c.Add); err != nil {
 				t.Fatal(err)
 			}
 			r := c.Report()
+			if e.IsWarning() {
+				at := slices.IndexFunc(r.Diagnoses, func(d *diagnose.Diagnosis) bool {
+					return d.ID == e.ID || kb.Confused(e, byID[d.ID])
+				})
+				if at < 1 {
+					t.Errorf("%s: warning example at position %d beside an error: %q", e.ID, at, ex)
+				}
+				continue
+			}
 			if len(r.Diagnoses) == 0 {
 				t.Errorf("%s: example not diagnosed: %q", e.ID, ex)
 				continue
@@ -90,11 +110,26 @@ func TestCleanLogsAreClean(t *testing.T) {
 		"I1121 10:00:02.000000 cuda_dnn.cc:529] Loaded cuDNN version 90300",
 		"torch.cuda.is_available(): True, device count: 8",
 	}
-	c := diagnose.NewCollector(s.Entries())
-	if _, err := s.Scan(strings.NewReader(strings.Join(clean, "\n")), c.Add); err != nil {
-		t.Fatal(err)
+	logs := map[string]string{"inline": strings.Join(clean, "\n")}
+	// The clean logs the eval uses: whole healthy runs and tool outputs.
+	files, err := filepath.Glob("../bench/eval/clean/*.log")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no clean logs: %v", err)
 	}
-	for _, d := range c.Report().Diagnoses {
-		t.Errorf("clean log diagnosed as %s: %v", d.ID, d.Evidence)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[f] = string(data)
+	}
+	for name, log := range logs {
+		c := diagnose.NewCollector(s.Entries())
+		if _, err := s.Scan(strings.NewReader(log), c.Add); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range c.Report().Diagnoses {
+			t.Errorf("%s diagnosed as %s: %v", name, d.ID, d.Evidence)
+		}
 	}
 }
