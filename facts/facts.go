@@ -89,9 +89,9 @@ var (
 )
 
 var (
-	sizeRE    = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(bytes?|b|kib|mib|gib|tib|kb|mb|gb|tb|k|m|g)\s*$`)
-	durRE     = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s*$`)
-	intRE     = regexp.MustCompile(`^\s*[-+]?[0-9]+\s*$`)
+	sizeRE = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(bytes?|b|kib|mib|gib|tib|kb|mb|gb|tb|k|m|g)\s*$`)
+	durRE  = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s*$`)
+	intRE  = regexp.MustCompile(`^\s*[-+]?[0-9]+\s*$`)
 )
 
 var sizeUnits = map[string]float64{

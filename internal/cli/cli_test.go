@@ -85,8 +85,15 @@ func TestDiagnoseJSONContract(t *testing.T) {
 			t.Errorf("stats lacks %s", k)
 		}
 	}
-	if len(rep.Diagnoses) != 2 {
+	// The OOM on rank 2, the timeouts it caused on the other ranks, the
+	// teardown those trigger, and torchrun's summary of the failed children.
+	if len(rep.Diagnoses) != 4 {
 		t.Fatalf("%d diagnoses", len(rep.Diagnoses))
+	}
+	for i, id := range []string{"nccl/async-error-handling-teardown", "nccl/elastic-child-failed"} {
+		if d := rep.Diagnoses[2+i]; d["id"] != id || d["root"] != false {
+			t.Errorf("diagnosis %d: %v root=%v, want %s caused by the OOM chain", 2+i, d["id"], d["root"], id)
+		}
 	}
 	for _, k := range []string{"id", "signature", "domain", "category", "error_code", "root", "count", "first_line",
 		"evidence", "facts", "root_cause", "dead_ends", "workarounds", "leads_to", "verification_tier", "confidence"} {
