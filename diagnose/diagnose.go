@@ -7,6 +7,7 @@ package diagnose
 
 import (
 	"cmp"
+	"io"
 	"regexp/syntax"
 	"slices"
 	"unicode/utf8"
@@ -130,6 +131,17 @@ type Collector struct {
 
 	pending []scan.Hit // hits of the current line
 	pkey    key
+}
+
+// Read scans r with s and returns the diagnosis of that one input.
+func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
+	c := NewCollector(s.Entries())
+	st, err := s.Scan(r, c.Add)
+	if err != nil {
+		return nil, err
+	}
+	c.AddStats(st)
+	return c.Report(), nil
 }
 
 // NewCollector prepares a collector for hits from a scanner built over

@@ -56,15 +56,6 @@ func (f Fact) MarshalJSON() ([]byte, error) {
 // IsNumber reports whether the fact has a numeric value.
 func (f Fact) IsNumber() bool { return f.Type == Size || f.Type == Int || f.Type == Duration }
 
-// Value is what conditions see: the number for numeric facts, the text
-// otherwise.
-func (f Fact) Value() any {
-	if f.IsNumber() {
-		return f.Num
-	}
-	return f.Text
-}
-
 // String formats the fact for people: sizes in binary units, durations in
 // the largest whole unit, the rest as printed.
 func (f Fact) String() string {
@@ -92,6 +83,7 @@ var (
 	sizeRE = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(bytes?|b|kib|mib|gib|tib|kb|mb|gb|tb|k|m|g)\s*$`)
 	durRE  = regexp.MustCompile(`^(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s*$`)
 	intRE  = regexp.MustCompile(`^\s*[-+]?[0-9]+\s*$`)
+	numRE  = regexp.MustCompile(`^\s*[0-9]+(?:\.[0-9]+)?\s*$`)
 )
 
 var sizeUnits = map[string]float64{
@@ -112,33 +104,36 @@ var durUnits = map[string]float64{
 // ParseSize reads "2.00 GiB", "512.00 MiB", "1.5 GB", "8192 bytes" or a
 // bare byte count. KiB/MiB/GiB are binary, KB/MB/GB decimal.
 func ParseSize(s string) (float64, bool) {
-	if intRE.MatchString(s) {
-		n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		return n, err == nil && n >= 0
+	if n, ok := bareNumber(s); ok {
+		return n, true
 	}
-	m := sizeRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	return math.Round(n * sizeUnits[strings.ToLower(m[2])]), true
+	n, ok := quantity(sizeRE, sizeUnits, s)
+	return math.Round(n), ok
 }
 
 // ParseDuration reads "600000 milliseconds", "1800 seconds", "30s" or a bare
 // number, which is taken in defaultUnit ("ms" or "s"). The result is in
 // milliseconds.
 func ParseDuration(s, defaultUnit string) (float64, bool) {
-	if intRE.MatchString(s) || strings.Count(s, ".") == 1 && intRE.MatchString(strings.Replace(s, ".", "", 1)) {
-		n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || n < 0 {
-			return 0, false
-		}
+	if n, ok := bareNumber(s); ok {
 		return n * durUnits[defaultUnit], true
 	}
-	m := durRE.FindStringSubmatch(s)
+	return quantity(durRE, durUnits, s)
+}
+
+// bareNumber reads a non-negative decimal number without a unit.
+func bareNumber(s string) (float64, bool) {
+	if !numRE.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return n, err == nil
+}
+
+// quantity reads a number followed by one of units (re captures both) and
+// returns it in the units' base.
+func quantity(re *regexp.Regexp, units map[string]float64, s string) (float64, bool) {
+	m := re.FindStringSubmatch(s)
 	if m == nil {
 		return 0, false
 	}
@@ -146,7 +141,7 @@ func ParseDuration(s, defaultUnit string) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return n * durUnits[strings.ToLower(m[2])], true
+	return n * units[strings.ToLower(m[2])], true
 }
 
 // Parse types the text of the group called name.
@@ -178,10 +173,10 @@ func Parse(name, text string) Fact {
 		}
 	}
 	// By shape: a number with a size or time unit.
-	if n, ok := ParseSize(t); ok && !intRE.MatchString(t) {
-		return Fact{Size, t, n}
+	if n, ok := quantity(sizeRE, sizeUnits, t); ok {
+		return Fact{Size, t, math.Round(n)}
 	}
-	if n, ok := ParseDuration(t, "ms"); ok && !intRE.MatchString(t) && durRE.MatchString(t) {
+	if n, ok := quantity(durRE, durUnits, t); ok {
 		return Fact{Duration, t, n}
 	}
 	return f

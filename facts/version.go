@@ -53,15 +53,6 @@ func ParseVersion(s string) (V, error) {
 	return v, nil
 }
 
-// MustVersion is ParseVersion for constants; it panics on a bad string.
-func MustVersion(s string) V {
-	v, err := ParseVersion(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 var preRank = map[string]int{"dev": 0, "a": 1, "b": 2, "rc": 3, "": 4}
 
 // Compare returns -1, 0 or +1 as a is older than, equal to or newer than

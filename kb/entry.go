@@ -65,6 +65,21 @@ func (e *Entry) Compiled() (*regexp.Regexp, error) {
 	return e.re, e.reErr
 }
 
+// TagWarning marks an entry whose line healthy runs print too (a
+// deprecation or performance warning): it is reported only beside an error
+// and ranked after errors.
+const TagWarning = "warning"
+
+// IsWarning reports whether the entry is tagged TagWarning.
+func (e *Entry) IsWarning() bool {
+	for _, t := range e.Tags {
+		if t == TagWarning {
+			return true
+		}
+	}
+	return false
+}
+
 // Formats an entry can be read from.
 const (
 	FormatGpudx    = "gpudx"

@@ -194,26 +194,8 @@ func Mentions(e *Entry) []Mention {
 		out = append(out, Mention{name, field, kind})
 	}
 	scanText := func(field, s string) {
-		for _, loc := range upperNameRE.FindAllStringIndex(s, -1) {
-			emit(field, s[loc[0]:loc[1]], "name")
-		}
-		for _, loc := range frameworkNameRE.FindAllStringIndex(s, -1) {
-			// Part of a host name or path (docs.jax.dev, a/torch.py), not an API.
-			if loc[0] > 0 && strings.ContainsRune("./-", rune(s[loc[0]-1])) {
-				continue
-			}
-			emit(field, s[loc[0]:loc[1]], "name")
-		}
-		for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
-			emit(field, m[1], "alloc_conf")
-		}
-		for _, m := range allocAssignRE.FindAllStringSubmatch(s, -1) {
-			for _, kv := range strings.Split(m[1], ",") {
-				k, _, _ := strings.Cut(kv, ":")
-				if k != "" && strings.ToLower(k) == k {
-					emit(field, k, "alloc_conf")
-				}
-			}
+		for _, m := range namesIn(s) {
+			emit(field, m.Name, m.Kind)
 		}
 	}
 	scanText("root_cause", e.RootCause)
@@ -251,20 +233,42 @@ func Mentions(e *Entry) []Mention {
 	return out
 }
 
+// namesIn returns the names a text mentions, in order: UPPER_CASE and
+// dotted framework names (kind "name"), then allocator settings (kind
+// "alloc_conf"). Field is left empty.
+func namesIn(s string) []Mention {
+	var out []Mention
+	for _, loc := range upperNameRE.FindAllStringIndex(s, -1) {
+		out = append(out, Mention{Name: s[loc[0]:loc[1]], Kind: "name"})
+	}
+	for _, loc := range frameworkNameRE.FindAllStringIndex(s, -1) {
+		// Part of a host name or path (docs.jax.dev, a/torch.py), not an API.
+		if loc[0] > 0 && strings.ContainsRune("./-", rune(s[loc[0]-1])) {
+			continue
+		}
+		out = append(out, Mention{Name: s[loc[0]:loc[1]], Kind: "name"})
+	}
+	for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
+		out = append(out, Mention{Name: m[1], Kind: "alloc_conf"})
+	}
+	for _, m := range allocAssignRE.FindAllStringSubmatch(s, -1) {
+		for _, kv := range strings.Split(m[1], ",") {
+			k, _, _ := strings.Cut(kv, ":")
+			if k != "" && strings.ToLower(k) == k {
+				out = append(out, Mention{Name: k, Kind: "alloc_conf"})
+			}
+		}
+	}
+	return out
+}
+
 // ownTokens gathers the names in the entry's own message fields.
 func ownTokens(e *Entry) map[string]bool {
 	own := map[string]bool{}
 	texts := append([]string{e.Signature, e.ErrorCode}, e.Aliases...)
-	texts = append(texts, e.Examples.Match...)
-	for _, s := range texts {
-		for _, t := range upperNameRE.FindAllString(s, -1) {
-			own[t] = true
-		}
-		for _, t := range frameworkNameRE.FindAllString(s, -1) {
-			own[t] = true
-		}
-		for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
-			own[m[1]] = true
+	for _, s := range append(texts, e.Examples.Match...) {
+		for _, m := range namesIn(s) {
+			own[m.Name] = true
 		}
 	}
 	return own

@@ -1,7 +1,6 @@
 package kb
 
 import (
-	"sort"
 	"strings"
 )
 
@@ -48,21 +47,6 @@ func (e *Entry) CompleteZh() bool {
 		}
 	}
 	return true
-}
-
-// TagWarning marks an entry whose line healthy runs print too (a
-// deprecation or performance warning): it is reported only beside an error
-// and ranked after errors.
-const TagWarning = "warning"
-
-// IsWarning reports whether the entry is tagged TagWarning.
-func (e *Entry) IsWarning() bool {
-	for _, t := range e.Tags {
-		if t == TagWarning {
-			return true
-		}
-	}
-	return false
 }
 
 // HasExamples reports whether the entry has at least two real forms of its
@@ -177,19 +161,4 @@ func ComputeStats(entries []*Entry, reg *Registry) Stats {
 		s.Registry = rs
 	}
 	return s
-}
-
-// SortedKeys returns m's keys, largest count first, then by name.
-func SortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
 }

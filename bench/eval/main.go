@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -71,11 +72,10 @@ func run(set, labelsPath, cleanDir string, verbose bool) error {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return err
 		}
-		c := diagnose.NewCollector(s.Entries())
-		if _, err := s.Scan(strings.NewReader(r.Log), c.Add); err != nil {
+		rep, err := diagnose.Read(s, strings.NewReader(r.Log))
+		if err != nil {
 			return err
 		}
-		rep := c.Report()
 		if r.Label == "clean" {
 			cleanLogs++
 			cleanDiag += len(rep.Diagnoses)
@@ -148,12 +148,12 @@ func run(set, labelsPath, cleanDir string, verbose bool) error {
 			if err != nil {
 				return err
 			}
-			c := diagnose.NewCollector(s.Entries())
-			if _, err := s.Scan(strings.NewReader(string(data)), c.Add); err != nil {
+			rep, err := diagnose.Read(s, bytes.NewReader(data))
+			if err != nil {
 				return err
 			}
 			cleanLogs++
-			for _, dg := range c.Report().Diagnoses {
+			for _, dg := range rep.Diagnoses {
 				cleanDiag++
 				fmt.Printf("false positive in %s: %s (line %d)\n", d.Name(), dg.ID, dg.FirstLine)
 			}

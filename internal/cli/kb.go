@@ -61,13 +61,10 @@ func summaries(rs []kb.Result) []summary {
 
 func writeSummaries(env *IO, format string, rows []summary) error {
 	if format == "json" {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
 		if rows == nil {
 			rows = []summary{}
 		}
-		return enc.Encode(rows)
+		return render.WriteJSON(env.Out, rows)
 	}
 	tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
@@ -145,10 +142,7 @@ func newKBShowCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
 				return &exitError{ExitFound, errors.New(msg)}
 			}
 			if format == "json" {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(e)
+				return render.WriteJSON(env.Out, e)
 			}
 			return render.EntryText(env.Out, e, render.Options{Lang: lang, Color: c})
 		},
@@ -259,9 +253,9 @@ func runLint(env *IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+	reg, err := loadRegistry()
 	if err != nil {
-		return &exitError{ExitInternal, err}
+		return err
 	}
 	l := &kb.Linter{Registry: reg}
 	if len(args) > 0 {

@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpudx/gpudx/internal/render"
 	"github.com/gpudx/gpudx/kb"
-	"github.com/gpudx/gpudx/knowledge"
 )
 
 func newKBStatsCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
@@ -36,15 +36,13 @@ counted too.`,
 			if err != nil {
 				return err
 			}
-			reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+			reg, err := loadRegistry()
 			if err != nil {
-				return &exitError{ExitInternal, err}
+				return err
 			}
 			s := kb.ComputeStats(base.Entries(), reg)
 			if format == "json" {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(s)
+				return render.WriteJSON(env.Out, s)
 			}
 			return writeStats(env, s)
 		},
@@ -61,7 +59,7 @@ func writeStats(env *IO, s kb.Stats) error {
 		m    map[string]int
 	}{{"by domain", s.ByDomain}, {"by family", s.ByFamily}, {"by category", s.ByCategory}, {"by tier", s.ByTier}} {
 		fmt.Fprintf(tw, "\n%s\t\t\n", g.name)
-		for _, k := range kb.SortedKeys(g.m) {
+		for _, k := range byCount(g.m) {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", k, g.m[k])
 		}
 	}
@@ -75,9 +73,24 @@ func writeStats(env *IO, s kb.Stats) error {
 	}
 	if s.Registry != nil {
 		fmt.Fprintf(tw, "\nregistry names\t%d\t\n", s.Registry.Names)
-		for _, k := range kb.SortedKeys(s.Registry.ByKind) {
+		for _, k := range byCount(s.Registry.ByKind) {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", k, s.Registry.ByKind[k])
 		}
 	}
 	return tw.Flush()
+}
+
+// byCount returns m's keys, largest count first, then by name.
+func byCount(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

@@ -38,6 +38,15 @@ func loadEmbedded() (*kb.Base, error) {
 	return b, nil
 }
 
+// loadRegistry reads the built-in registry of names (knowledge/_registry).
+func loadRegistry() (*kb.Registry, error) {
+	reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		return nil, &exitError{ExitInternal, fmt.Errorf("built-in registry: %w", err)}
+	}
+	return reg, nil
+}
+
 // kbPaths returns the --kb paths followed by those in GPUDX_KB (a list
 // separated like PATH).
 func kbPaths(flag []string, env *IO) []string {

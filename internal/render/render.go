@@ -21,11 +21,15 @@ type Options struct {
 }
 
 // JSON writes the report as one indented JSON object (docs/json-output.md).
-func JSON(w io.Writer, r *diagnose.Report) error {
+func JSON(w io.Writer, r *diagnose.Report) error { return WriteJSON(w, r) }
+
+// WriteJSON writes v as indented JSON, with <, > and & left as they are
+// (messages quote them).
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
 
 // labels holds the fixed words of the outputs per language.
