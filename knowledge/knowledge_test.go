@@ -63,15 +63,14 @@ func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 	}
 	for _, e := range entries {
 		for _, ex := range e.Examples.Match {
-			c := diagnose.NewCollector(s.Entries())
 			in := ex
 			if e.IsWarning() {
 				in = ex + "\n" + anError
 			}
-			if _, err := s.Scan(strings.NewReader(in), c.Add); err != nil {
+			r, err := diagnose.Read(s, strings.NewReader(in))
+			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Report()
 			if e.IsWarning() {
 				at := slices.IndexFunc(r.Diagnoses, func(d *diagnose.Diagnosis) bool {
 					return d.ID == e.ID || kb.Confused(e, byID[d.ID])
@@ -124,11 +123,11 @@ func TestCleanLogsAreClean(t *testing.T) {
 		logs[f] = string(data)
 	}
 	for name, log := range logs {
-		c := diagnose.NewCollector(s.Entries())
-		if _, err := s.Scan(strings.NewReader(log), c.Add); err != nil {
+		r, err := diagnose.Read(s, strings.NewReader(log))
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range c.Report().Diagnoses {
+		for _, d := range r.Diagnoses {
 			t.Errorf("%s diagnosed as %s: %v", name, d.ID, d.Evidence)
 		}
 	}
