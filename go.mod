@@ -3,6 +3,7 @@ module github.com/gpudx/gpudx
 go 1.26.0
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/term v0.47.0
 )

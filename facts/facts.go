@@ -161,7 +161,8 @@ func Parse(name, text string) Fact {
 		if n, ok := ParseDuration(t, "s"); ok {
 			return Fact{Duration, t, n}
 		}
-	case name == "version" || strings.HasSuffix(name, "_version"):
+	case name == "version" || strings.HasSuffix(name, "_version") || name == "capability" || strings.HasSuffix(name, "_capability"):
+		// A compute capability compares like a version: 12.0 is newer than 5.0.
 		if _, err := ParseVersion(t); err == nil {
 			return Fact{Type: Version, Text: t}
 		}

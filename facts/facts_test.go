@@ -16,6 +16,8 @@ func TestParse(t *testing.T) {
 		{"reserved_unallocated", "1.25 GiB", Fact{Size, "1.25 GiB", 1342177280}},
 		{"total_capacity", "79.15 GiB", Fact{Size, "79.15 GiB", 84986665370}},
 		{"requested", "1.5 GB", Fact{Size, "1.5 GB", 1.5e9}},
+		{"capability", "12.0", Fact{Type: Version, Text: "12.0"}},
+		{"min_capability", "3.7", Fact{Type: Version, Text: "3.7"}},
 		{"requested", "8192 bytes", Fact{Size, "8192 bytes", 8192}},
 		{"requested", "17179869184", Fact{Size, "17179869184", 17179869184}},
 		{"required", "131072", Fact{Size, "131072", 131072}},

@@ -420,6 +420,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		add("regex", "not valid RE2: "+err.Error())
 		return nil
 	}
+	checkConditions(e, re, add)
 	if len(e.Examples.Match) < 2 {
 		add("examples.match", fmt.Sprintf("%d examples, want at least 2 real forms of the message", len(e.Examples.Match)))
 	}

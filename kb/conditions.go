@@ -1,0 +1,72 @@
+package kb
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gpudx/gpudx/condition"
+)
+
+// EnvNames are the names a condition may read from env: what package env
+// provides (env.Environment.Values).
+var EnvNames = []string{
+	"torch", "torch_cuda", "cuda", "driver_cuda", "driver", "cudnn", "nccl", "python",
+	"jax", "jaxlib", "tensorflow", "triton", "os", "gpu", "gpu_memory", "gpus",
+}
+
+// MemoryFacts are the figures the out-of-memory arithmetic adds to the
+// facts of an out-of-memory entry (package oom, Analysis.Facts), so its
+// conditions may read them even where its regex has no such group.
+var MemoryFacts = []string{
+	"requested", "total_capacity", "free", "allocated", "reserved",
+	"reserved_unallocated", "this_process", "other_processes", "gpu",
+}
+
+// IsMemoryEntry reports whether an entry describes a device out-of-memory
+// report, which gets the out-of-memory arithmetic (not host memory).
+func IsMemoryEntry(e *Entry) bool {
+	if strings.Contains(e.ID, "cpu-") {
+		return false
+	}
+	if strings.Contains(e.ID, "out-of-memory") {
+		return true
+	}
+	return slices.Contains(strings.FieldsFunc(e.ID, func(r rune) bool { return r == '/' || r == '-' }), "oom")
+}
+
+// checkConditions compiles every condition and checks what it reads: a
+// fact must be a named group of the regex (or a memory figure on a memory
+// entry), an env name one that package env provides.
+func checkConditions(e *Entry, re *regexp.Regexp, add func(field, msg string)) {
+	groups := []string{}
+	if re != nil {
+		groups = re.SubexpNames()
+	}
+	check := func(field, src string) {
+		if strings.TrimSpace(src) == "" {
+			return
+		}
+		p, err := condition.Compile(src)
+		if err != nil {
+			add(field, "not an expression over facts and env: "+err.Error())
+			return
+		}
+		for _, r := range p.Refs() {
+			switch {
+			case r.Var == "env" && !slices.Contains(EnvNames, r.Name):
+				add(field, fmt.Sprintf("env.%s is not provided (known: %s)", r.Name, strings.Join(EnvNames, ", ")))
+			case r.Var == "facts" && !slices.Contains(groups, r.Name) &&
+				!(IsMemoryEntry(e) && slices.Contains(MemoryFacts, r.Name)):
+				add(field, fmt.Sprintf("facts.%s is not a named group of the regex", r.Name))
+			}
+		}
+	}
+	for i, d := range e.DeadEnds {
+		check(fmt.Sprintf("dead_ends[%d].condition", i), d.Condition)
+	}
+	for i, w := range e.Workarounds {
+		check(fmt.Sprintf("workarounds[%d].condition", i), w.Condition)
+	}
+}
