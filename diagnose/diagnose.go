@@ -1,26 +1,34 @@
-// Package diagnose turns scan hits into a report a person can act on: hits
-// are grouped per entry, a generic entry that only matched where a more
-// specific one did is folded into it, and the diagnoses are ordered with the
-// root failure first, using the knowledge base's transition graph and the
-// order in which errors first appeared.
+// Package diagnose turns scan hits into a report a person can act on.
+//
+// Hits are grouped per entry (10,000 repeats are one diagnosis with a
+// count), and a generic entry that only matched where a more specific one
+// did is folded into it. The report then reasons over what the log says:
+// the environment it names (versions, GPUs) merged with what the caller
+// knows, the arithmetic of an out-of-memory message, the conditions written
+// on each dead end and workaround, the entry's version table against the
+// installed versions, and the ranks of a distributed job. Diagnoses are
+// ordered root first; each says why it stands where it stands (Why).
 package diagnose
 
 import (
-	"cmp"
 	"io"
 	"regexp/syntax"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/oom"
 	"github.com/gpudx/gpudx/scan"
 )
 
 // Report is the result of one diagnosis over one or more inputs.
 type Report struct {
-	Diagnoses []*Diagnosis `json:"diagnoses"`
-	Stats     Stats        `json:"stats"`
+	Diagnoses   []*Diagnosis    `json:"diagnoses"`
+	Environment env.Environment `json:"environment"`
+	Ranks       *RankSummary    `json:"ranks,omitempty"`
+	Stats       Stats           `json:"stats"`
 }
 
 // Stats says how much was read and against how many entries.
@@ -46,8 +54,14 @@ type Diagnosis struct {
 	File             string                `json:"file,omitempty"`
 	FirstLine        int                   `json:"first_line"`
 	LastLine         int                   `json:"last_line"`
+	Files            []FileHits            `json:"files,omitempty"`
+	Ranks            []int                 `json:"ranks,omitempty"`
 	Evidence         []Evidence            `json:"evidence"`
 	Facts            map[string]facts.Fact `json:"facts"`
+	Memory           *oom.Analysis         `json:"memory,omitempty"`
+	VersionNotes     []VersionNote         `json:"version_notes,omitempty"`
+	FixedInInstalled bool                  `json:"fixed_in_installed,omitempty"`
+	Why              []string              `json:"why"`
 	Subsumes         []string              `json:"subsumes,omitempty"`
 	RootCause        string                `json:"root_cause"`
 	RootCauseZh      string                `json:"root_cause_zh,omitempty"`
@@ -64,6 +78,7 @@ type Diagnosis struct {
 
 	entry *kb.Entry
 	order key
+	when  stamp
 }
 
 // Entry returns the knowledge-base entry behind the diagnosis.
@@ -86,6 +101,17 @@ type DeadEnd struct {
 	Condition string   `json:"condition,omitempty"`
 	Sources   []string `json:"sources"`
 	Zh        string   `json:"zh,omitempty"`
+	Applicability
+}
+
+// Applicability is an item's condition evaluated against the facts and
+// the environment. Applies is false only when the condition is known to be
+// false; ConditionStatus is "holds", "fails", "unknown", or empty for an
+// item without a condition; Reason gives the values read.
+type Applicability struct {
+	Applies         bool   `json:"applies"`
+	ConditionStatus string `json:"condition_status,omitempty"`
+	Reason          string `json:"reason,omitempty"`
 }
 
 // Workaround is something to do now.
@@ -97,11 +123,24 @@ type Workaround struct {
 	Condition   string   `json:"condition,omitempty"`
 	Sources     []string `json:"sources"`
 	Zh          string   `json:"zh,omitempty"`
+	Applicability
+}
+
+// FileHits says how often a diagnosis was seen in one input.
+type FileHits struct {
+	File      string `json:"file"`
+	Count     int    `json:"count"`
+	FirstLine int    `json:"first_line"`
 }
 
 // MaxEvidence is how many evidence lines a diagnosis keeps: the first ones
 // and the last.
 const MaxEvidence = 3
+
+const (
+	maxMemoryLine = 8 << 10 // an OOM message is under 1 KiB; keep a margin
+	maxFiles      = 1024    // per-file counts kept per diagnosis
+)
 
 // key orders occurrences: by input file, then line.
 type key struct{ file, line int }
@@ -114,8 +153,17 @@ func (a key) less(b key) bool {
 }
 
 type group struct {
-	d    *Diagnosis
-	last Evidence // the latest hit past the first MaxEvidence-1
+	d     *Diagnosis
+	last  Evidence // the latest hit past the first MaxEvidence-1
+	full  string   // the whole first line, for out-of-memory arithmetic
+	ranks map[int]rankHit
+	files []FileHits
+}
+
+// rankHit is where a rank first showed a diagnosis.
+type rankHit struct {
+	at   key
+	when stamp
 }
 
 // Collector accumulates hits from one or more inputs with memory bounded by
@@ -128,6 +176,16 @@ type Collector struct {
 	stats    Stats
 	file     string // the current input's name ("" for a single input)
 	fileIdx  int    // and its position
+	memory   []bool // entries whose message is an out-of-memory report
+
+	det    *env.Detector
+	given  env.Environment // from the caller (--env files)
+	ranks  *rankTracker
+	cur    []byte // the line being scanned, valid during Line and Add
+	curN   int
+	lineOK bool // rank and stamp of line curN are computed
+	rank   int
+	when   stamp
 
 	pending []scan.Hit // hits of the current line
 	pkey    key
@@ -136,7 +194,7 @@ type Collector struct {
 // Read scans r with s and returns the diagnosis of that one input.
 func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 	c := NewCollector(s.Entries())
-	st, err := s.Scan(r, c.Add)
+	st, err := s.ScanLines(r, c.Add, c.Line)
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +205,22 @@ func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 // NewCollector prepares a collector for hits from a scanner built over
 // entries (scan.Scanner.Entries()).
 func NewCollector(entries []*kb.Entry) *Collector {
-	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{}}
+	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{},
+		det: env.NewDetector(), ranks: newRankTracker()}
 	c.spec = make([]int, len(entries))
+	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
 		c.spec[i] = Specificity(e.Regex)
+		c.memory[i] = kb.IsMemoryEntry(e)
 	}
 	c.stats.Entries = len(entries)
 	return c
 }
+
+// SetEnvironment gives what the caller knows of the environment (from
+// --env files or a live collection). What the log itself says wins: it
+// was printed by the run that failed.
+func (c *Collector) SetEnvironment(e env.Environment) { c.given = e }
 
 // File starts a new input; hits added after it are attributed to name.
 func (c *Collector) File(name string) {
@@ -164,6 +230,18 @@ func (c *Collector) File(name string) {
 	}
 	c.file = name
 	c.stats.Files++
+	c.ranks.fileRank = -1
+	if r, ok := FileRank(name); ok {
+		c.ranks.fileRank = r
+	}
+}
+
+// Line shows the collector every line before its hits (the each function
+// of scan.Scanner.ScanLines): it reads the environment and rank facts.
+func (c *Collector) Line(n int, text []byte) {
+	c.cur, c.curN, c.lineOK = text, n, false
+	c.det.LineAt(text, c.file, n)
+	c.ranks.line(text)
 }
 
 // AddStats adds what a scan read.
@@ -177,6 +255,13 @@ func (c *Collector) Add(h scan.Hit) {
 	k := key{c.fileIdx, h.Line}
 	if len(c.pending) > 0 && k != c.pkey {
 		c.flush()
+	}
+	if !c.lineOK {
+		c.rank, c.when = c.ranks.fileRank, stamp{}
+		if c.curN == h.Line && c.cur != nil {
+			c.rank, c.when = c.ranks.rankOf(c.cur), parseStamp(c.cur)
+		}
+		c.lineOK = true
 	}
 	c.pkey = k
 	c.pending = append(c.pending, h)
@@ -235,15 +320,34 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 	g := c.groups[h.Entry]
 	if g == nil {
 		d := newDiagnosis(c.entries[h.Entry])
-		d.File, d.FirstLine, d.order = c.file, h.Line, c.pkey
+		d.File, d.FirstLine, d.order, d.when = c.file, h.Line, c.pkey, c.when
 		for name, v := range h.Captures {
 			d.Facts[name] = facts.Parse(name, v)
 		}
-		g = &group{d: d}
+		g = &group{d: d, ranks: map[int]rankHit{}}
+		if c.memory[h.Entry] {
+			g.full = h.Text
+			if c.curN == h.Line && c.cur != nil {
+				g.full = string(c.cur[:min(len(c.cur), maxMemoryLine)])
+			}
+		}
 		c.groups[h.Entry] = g
 	}
 	g.d.Count++
 	g.d.LastLine = h.Line
+	if c.rank >= 0 && len(g.ranks) < maxRanks {
+		if _, ok := g.ranks[c.rank]; !ok {
+			g.ranks[c.rank] = rankHit{c.pkey, c.when}
+		}
+	}
+	if n := len(g.files); n == 0 || g.files[n-1].File != c.file {
+		if n < maxFiles {
+			g.files = append(g.files, FileHits{File: c.file, FirstLine: h.Line})
+		}
+	}
+	if n := len(g.files); n > 0 && g.files[n-1].File == c.file {
+		g.files[n-1].Count++
+	}
 	if len(g.d.Evidence) < MaxEvidence-1 {
 		g.d.Evidence = append(g.d.Evidence, ev)
 	} else {
@@ -285,85 +389,53 @@ func (c *Collector) Report() *Report {
 	if !slices.ContainsFunc(ds, func(d *Diagnosis) bool { return !d.entry.IsWarning() }) {
 		ds = ds[:0]
 	}
+	environment := c.det.Env()
+	environment.Merge(c.given)
+	for _, d := range ds {
+		g := c.groups[indexOf(c.entries, d.entry)]
+		c.reason(d, g, environment)
+	}
 	order(ds, idx)
-	return &Report{Diagnoses: ds, Stats: c.stats}
+	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
+	rep.Ranks = c.rankSummary(ds)
+	return rep
 }
 
-// order sorts diagnoses root first: an error the transition graph says
-// leads to another comes before it; otherwise errors come before warnings
-// and the one seen first comes first. Each diagnosis not caused by another present one is a root.
-func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
-	preds := map[*Diagnosis][]*Diagnosis{}
-	link := func(from, to *Diagnosis) {
-		if from == nil || to == nil || from == to || slices.Contains(preds[to], from) {
-			return
-		}
-		preds[to] = append(preds[to], from)
-	}
-	for _, d := range ds {
-		for _, id := range d.entry.TransitionGraph.LeadsTo {
-			link(d, idx[id])
-		}
-		for _, id := range d.entry.TransitionGraph.PrecededBy {
-			link(idx[id], d)
+func indexOf(entries []*kb.Entry, e *kb.Entry) int {
+	for i, x := range entries {
+		if x == e {
+			return i
 		}
 	}
-	byFirst := func(a, b *Diagnosis) int {
-		if wa, wb := a.entry.IsWarning(), b.entry.IsWarning(); wa != wb {
-			if wb {
-				return -1 // errors before warnings
-			}
-			return 1
-		}
-		if a.order != b.order {
-			if a.order.less(b.order) {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.ID, b.ID)
+	return -1
+}
+
+// reason fills what a diagnosis concludes from its own hits and the
+// environment: files and ranks, memory arithmetic, conditions, versions.
+func (c *Collector) reason(d *Diagnosis, g *group, environment env.Environment) {
+	if c.stats.Files > 1 {
+		d.Files = g.files
 	}
-	slices.SortFunc(ds, byFirst)
-	placed := map[*Diagnosis]bool{}
-	out := make([]*Diagnosis, 0, len(ds))
-	for len(out) < len(ds) {
-		var next *Diagnosis
-		for _, d := range ds { // first in input order whose causes are placed
-			if placed[d] {
-				continue
-			}
-			ready := true
-			for _, p := range preds[d] {
-				if !placed[p] {
-					ready = false
-					break
-				}
-			}
-			if ready {
-				next = d
-				break
-			}
-		}
-		if next == nil { // a cycle: break it at the earliest error
-			for _, d := range ds {
-				if !placed[d] {
-					next = d
-					break
+	for r := range g.ranks {
+		d.Ranks = append(d.Ranks, r)
+	}
+	slices.Sort(d.Ranks)
+	if g.full != "" {
+		d.Memory = oom.Analyze(g.full, environment.Torch)
+		if d.Memory != nil {
+			for name, v := range d.Memory.Facts() {
+				if _, ok := d.Facts[name]; !ok {
+					if name == "gpu" {
+						d.Facts[name] = facts.Fact{Type: facts.Int, Text: itoa(v), Num: float64(v)}
+					} else {
+						d.Facts[name] = facts.Fact{Type: facts.Size, Text: facts.FormatBytes(float64(v)), Num: float64(v)}
+					}
 				}
 			}
 		}
-		placed[next] = true
-		out = append(out, next)
 	}
-	for _, d := range out {
-		d.Root = len(preds[d]) == 0
-		d.CausedBy = nil
-		for _, p := range preds[d] {
-			d.CausedBy = append(d.CausedBy, p.ID)
-		}
-		slices.Sort(d.CausedBy)
-	}
-	copy(ds, out)
+	applyConditions(d, environment)
+	d.VersionNotes, d.FixedInInstalled = versionNotes(d.entry, environment)
 }
 
 func newDiagnosis(e *kb.Entry) *Diagnosis {
@@ -374,15 +446,12 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
 		VerificationTier: e.VerificationTier, Confidence: e.Confidence,
 		FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
-		OfficialDocURL: e.OfficialDocURL, Evidence: []Evidence{}, entry: e,
+		OfficialDocURL: e.OfficialDocURL, Evidence: []Evidence{}, Why: []string{}, entry: e,
 	}
 	if d.Versions == nil {
 		d.Versions = []kb.Version{}
 	}
 	d.DeadEnds, d.Workarounds = Items(e)
-	// Most likely to waste time first; most likely to work first.
-	slices.SortStableFunc(d.DeadEnds, func(a, b DeadEnd) int { return cmp.Compare(b.FailRate, a.FailRate) })
-	slices.SortStableFunc(d.Workarounds, func(a, b Workaround) int { return cmp.Compare(b.SuccessRate, a.SuccessRate) })
 	return d
 }
 
@@ -392,12 +461,14 @@ func Items(e *kb.Entry) ([]DeadEnd, []Workaround) {
 	dead := make([]DeadEnd, len(e.DeadEnds))
 	for i, x := range e.DeadEnds {
 		dead[i] = DeadEnd{Index: i, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
-			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i)}
+			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i),
+			Applicability: Applicability{Applies: true}}
 	}
 	work := make([]Workaround, len(e.Workarounds))
 	for i, x := range e.Workarounds {
 		work[i] = Workaround{Index: i, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
-			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i)}
+			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i),
+			Applicability: Applicability{Applies: true}}
 	}
 	return dead, work
 }

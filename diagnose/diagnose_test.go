@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/scan"
@@ -16,9 +17,17 @@ type tentry struct {
 	leadsTo         []string
 	precededBy      []string
 	tags            []string
+	versions        []kb.Version
+	workarounds     []kb.Workaround
 }
 
 func build(t *testing.T, es []tentry, logs ...string) *Report {
+	return buildEnv(t, es, env.Environment{}, logs...)
+}
+
+// buildEnv diagnoses logs (one file per rank when there are several)
+// against entries, with a caller-given environment.
+func buildEnv(t *testing.T, es []tentry, given env.Environment, logs ...string) *Report {
 	t.Helper()
 	var entries []*kb.Entry
 	for _, x := range es {
@@ -27,18 +36,20 @@ func build(t *testing.T, es []tentry, logs ...string) *Report {
 			kind = "specific"
 		}
 		entries = append(entries, &kb.Entry{ID: x.id, Regex: x.regex, RootCauseType: kind,
-			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}, Tags: x.tags})
+			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}, Tags: x.tags,
+			Versions: x.versions, Workarounds: x.workarounds})
 	}
 	s, errs := scan.New(entries)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	c := NewCollector(s.Entries())
+	c.SetEnvironment(given)
 	for i, l := range logs {
 		if len(logs) > 1 {
 			c.File(fmt.Sprintf("rank%d.log", i))
 		}
-		st, err := s.Scan(strings.NewReader(l), c.Add)
+		st, err := s.ScanLines(strings.NewReader(l), c.Add, c.Line)
 		if err != nil {
 			t.Fatal(err)
 		}

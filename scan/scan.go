@@ -109,6 +109,15 @@ func (p plain) match(line []byte, emit func(int, []int)) {
 // (by line, then by entry). It returns what it read and the first read
 // error; it never stops on the content itself.
 func (s *Scanner) Scan(r io.Reader, fn func(Hit)) (Stats, error) {
+	return s.ScanLines(r, fn, nil)
+}
+
+// ScanLines is Scan that also shows every line to each before its hits
+// are reported: the line number and its cleaned text (no line ending, no
+// ANSI codes, at most MaxLine bytes). text is only valid during the call
+// and during the fn calls for that line's hits, which follow it. each may
+// be nil.
+func (s *Scanner) ScanLines(r io.Reader, fn func(Hit), each func(line int, text []byte)) (Stats, error) {
 	var st Stats
 	br := bufio.NewReaderSize(r, 64<<10)
 	var acc []byte  // the line so far when it spans buffer refills
@@ -123,6 +132,9 @@ func (s *Scanner) Scan(r io.Reader, fn func(Hit)) (Stats, error) {
 		if bytes.IndexByte(b, 0x1b) >= 0 {
 			clean = stripANSI(clean[:0], b)
 			text, stripped = clean, true
+		}
+		if each != nil {
+			each(line, text)
 		}
 		s.m.match(text, func(i int, loc []int) {
 			h := Hit{Entry: i, ID: s.entries[i].ID, Line: line, Len: loc[1] - loc[0]}

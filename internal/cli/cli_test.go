@@ -304,10 +304,87 @@ func TestKBCommands(t *testing.T) {
 
 func TestHelpTeaches(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"diagnose", "--help"}, {"kb", "--help"}, {"kb", "lint", "--help"},
-		{"kb", "show", "--help"}, {"kb", "search", "--help"}, {"kb", "list", "--help"}, {"kb", "convert", "--help"}, {"version", "--help"}} {
+		{"env", "--help"}, {"kb", "show", "--help"}, {"kb", "search", "--help"}, {"kb", "list", "--help"}, {"kb", "convert", "--help"}, {"version", "--help"}} {
 		r := run(t, "", nil, args...)
 		if r.code != 0 || !strings.Contains(r.out, "Examples:") || !strings.Contains(r.out, "Usage:") {
 			t.Errorf("%v: exit %d, no Examples/Usage:\n%s", args, r.code, r.out)
 		}
+	}
+}
+
+// The reasoning parts of the JSON report: environment from the log and
+// from --env, ranks, the memory arithmetic, and items that do not apply
+// kept with the reason.
+func TestDiagnoseReasons(t *testing.T) {
+	r := run(t, "", nil, "diagnose", "-f", "json", "--env", "testdata/collect_env.txt", "../../examples/ddp-oom.log")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	var rep struct {
+		Environment map[string]any `json:"environment"`
+		Ranks       map[string]any `json:"ranks"`
+		Diagnoses   []struct {
+			ID     string         `json:"id"`
+			Memory map[string]any `json:"memory"`
+			Why    []string       `json:"why"`
+			Work   []struct {
+				Applies bool   `json:"applies"`
+				Status  string `json:"condition_status"`
+				Reason  string `json:"reason"`
+			} `json:"workarounds"`
+		} `json:"diagnoses"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// NCCL from the log's own version line; torch and the driver from --env.
+	e := rep.Environment
+	if e["nccl"] != "2.21.5" || e["torch"] != "2.5.1+cu124" || e["driver"] != "550.54.15" || e["os"] != "linux" {
+		t.Errorf("environment %v", e)
+	}
+	if rep.Ranks["first_failed"] != float64(2) || len(rep.Ranks["only_waited"].([]any)) != 3 {
+		t.Errorf("ranks %v", rep.Ranks)
+	}
+	d := rep.Diagnoses[0]
+	if d.Memory["verdict"] != "fragmentation" || d.Memory["requested"] != float64(4<<30) {
+		t.Errorf("memory %v", d.Memory)
+	}
+	last := d.Work[len(d.Work)-1]
+	if last.Applies || last.Status != "fails" || last.Reason != "facts.other_processes = 0 B" {
+		t.Errorf("last workaround %+v", last)
+	}
+	if d.Work[0].Status != "holds" {
+		t.Errorf("first workaround %+v", d.Work[0])
+	}
+	if len(d.Why) == 0 || d.Why[0] != "root: nothing else found leads to it" {
+		t.Errorf("why %q", d.Why)
+	}
+}
+
+func TestExplainAndEnvCommand(t *testing.T) {
+	r := run(t, "", nil, "diagnose", "--explain", "../../examples/ddp-oom.log")
+	if !strings.Contains(r.out, "Why ranked here:\n    - after pytorch/cuda-out-of-memory: the knowledge base says pytorch/cuda-out-of-memory leads to nccl/watchdog-timeout") {
+		t.Errorf("--explain output:\n%s", r.out)
+	}
+	if strings.Contains(run(t, "", nil, "diagnose", "../../examples/ddp-oom.log").out, "Why ranked here") {
+		t.Error("explanations without --explain")
+	}
+	r = run(t, "", nil, "env", "--file", "testdata/collect_env.txt")
+	for _, want := range []string{"PyTorch                2.5.1+cu124", "NVIDIA driver          550.54.15", "GPU 3                  NVIDIA A100-SXM4-80GB"} {
+		if r.code != 0 || !strings.Contains(r.out, want) {
+			t.Errorf("gpudx env --file lacks %q:\n%s%s", want, r.out, r.err)
+		}
+	}
+	r = run(t, "", nil, "env", "--file", "testdata/missing.txt")
+	if r.code != 2 || !strings.Contains(r.err, "--env testdata/missing.txt") {
+		t.Errorf("missing --file: exit %d, %q", r.code, r.err)
+	}
+	r = run(t, "", nil, "diagnose", "--env", "testdata/missing.txt", "../../examples/ddp-oom.log")
+	if r.code != 2 {
+		t.Errorf("missing --env: exit %d", r.code)
+	}
+	// Live collection never fails, whatever is installed.
+	if r = run(t, "", nil, "env", "-f", "json"); r.code != 0 {
+		t.Errorf("gpudx env: exit %d %s", r.code, r.err)
 	}
 }

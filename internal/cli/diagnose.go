@@ -12,8 +12,9 @@ import (
 
 type diagnoseOpts struct {
 	format, lang, color string
-	kb                  []string
+	kb, envFiles        []string
 	binary, exitCode    bool
+	explain, liveEnv    bool
 }
 
 func newDiagnoseCmd(env *IO) *cobra.Command {
@@ -28,7 +29,23 @@ now (with how often it works and the exact command or setting).
 Inputs are files, directories (every file below them) or - for standard
 input; with no argument, standard input is read when it is not a terminal.
 Gzip-compressed logs are read as they are. Several inputs (one per rank or
-node) give one report, each diagnosis naming the file it was first seen in.
+node) give one report, each diagnosis naming the files it was seen in.
+
+The diagnosis reasons over what the log says:
+  - the environment: versions and GPUs the log prints (collect_env,
+    nvidia-smi, nvcc, pip/conda lists, NCCL's version line, the NVRM line,
+    a printed torch.__version__), completed by --env files or --live-env;
+  - the numbers in messages: an out-of-memory message gets its arithmetic
+    (requested, free, held by PyTorch, reserved but unallocated, held by
+    other processes) and a verdict with figures;
+  - conditions on advice: items whose condition does not hold here are
+    listed last and marked; JSON keeps them with "applies": false;
+  - versions: a cause fixed in the installed release is ruled out, one
+    fixed in a newer release says which release to upgrade to;
+  - ranks: "[rank3]:", "[default3]:", "[Rank 3]", NCCL's host:pid:tid
+    prefixes and torchrun's failure summary say which rank failed first
+    and which only timed out waiting for it.
+Use --explain to see why each diagnosis is ranked where it is.
 
 Exit status: 0 when the scan finished (with or without findings), 1 with
 --exit-code when a known error was found, 2 for bad flags or unreadable
@@ -43,7 +60,10 @@ input.`,
   python train.py 2>&1 | gpudx diagnose --format markdown --lang zh -
 
   # Fail a CI step when a known GPU error is in the output
-  gpudx diagnose --exit-code job.log`,
+  gpudx diagnose --exit-code job.log
+
+  # Add the versions from captured tool output, and show the ranking rules
+  gpudx diagnose --env collect_env.txt --env nvidia-smi.txt --explain train.log`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runDiagnose(env, o, args) },
 	}
 	f := cmd.Flags()
@@ -53,6 +73,9 @@ input.`,
 	f.StringArrayVar(&o.kb, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB); its entries replace built-in ones with the same id")
 	f.BoolVar(&o.binary, "binary", false, "scan files that look binary instead of refusing them")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found")
+	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
+	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
+	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
 	return cmd
 }
 
@@ -86,6 +109,14 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
 	}
 	col := diagnose.NewCollector(sc.Entries())
+	given, err := readEnvFiles(o.envFiles)
+	if err != nil {
+		return err
+	}
+	if o.liveEnv {
+		given.Merge(collectLive())
+	}
+	col.SetEnvironment(given)
 	var failed error
 	for _, in := range inputs {
 		r, closeFn, err := openInput(in, env.In, o.binary)
@@ -99,7 +130,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		if len(inputs) > 1 {
 			col.File(in.name)
 		}
-		st, err := sc.Scan(r, col.Add)
+		st, err := sc.ScanLines(r, col.Add, col.Line)
 		closeFn()
 		col.AddStats(st)
 		if err != nil {
@@ -108,7 +139,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		}
 	}
 	rep := col.Report()
-	ro := render.Options{Lang: o.lang, Color: color}
+	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain}
 	switch o.format {
 	case "json":
 		err = render.JSON(env.Out, rep)

@@ -23,6 +23,12 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 		fmt.Fprintf(&b, "%s.\n\n", L["none"])
 	}
 	fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries))
+	if s := envLine(r.Environment, L); s != "" {
+		fmt.Fprintf(&b, "\n**%s:** %s\n", L["env"], mdEscape(s))
+	}
+	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
+		fmt.Fprintf(&b, "\n**%s:** %s\n", L["ranks"], mdEscape(s))
+	}
 	for _, d := range r.Diagnoses {
 		head := L["root"]
 		if !d.Root {
@@ -50,6 +56,23 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 		if len(d.Facts) > 0 {
 			fmt.Fprintf(&b, "**%s:** `%s`\n\n", L["facts"], factList(d.Facts))
 		}
+		if head, figs, advice := memoryLines(d, o, L); head != "" {
+			fmt.Fprintf(&b, "**%s**\n\n", mdEscape(head))
+			if figs != "" {
+				fmt.Fprintf(&b, "_%s_\n\n", figs)
+			}
+			for _, a := range advice {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(a))
+			}
+			b.WriteString("\n")
+		}
+		if vs := versionLines(d, o); len(vs) > 0 {
+			fmt.Fprintf(&b, "**%s**\n\n", L["versions"])
+			for _, v := range vs {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(v))
+			}
+			b.WriteString("\n")
+		}
 		if len(d.DeadEnds) > 0 {
 			fmt.Fprintf(&b, "**%s**\n\n", L["dead"])
 			for _, x := range d.DeadEnds {
@@ -57,7 +80,11 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if o.Lang == "zh" && x.Zh != "" {
 					text = x.Zh
 				}
-				fmt.Fprintf(&b, "- ✗ %s (%s)%s\n", mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), mdSources(x.Sources))
+				na := ""
+				if !x.Applies {
+					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
+				}
+				fmt.Fprintf(&b, "- ✗ %s (%s)%s%s\n", mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), mdSources(x.Sources), na)
 			}
 			b.WriteString("\n")
 		}
@@ -68,7 +95,11 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if o.Lang == "zh" && x.Zh != "" {
 					text = x.Zh
 				}
-				fmt.Fprintf(&b, "%d. %s (%s)%s\n", n+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), mdSources(x.Sources))
+				na := ""
+				if !x.Applies {
+					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
+				}
+				fmt.Fprintf(&b, "%d. %s (%s)%s%s\n", n+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), mdSources(x.Sources), na)
 				if x.How != "" {
 					fmt.Fprintf(&b, "   ```\n%s\n   ```\n", indent(x.How, "   "))
 				}
@@ -76,6 +107,12 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence))
+		if o.Explain && len(d.Why) > 0 {
+			fmt.Fprintf(&b, "\n**%s:**\n", L["whyhere"])
+			for _, w := range d.Why {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(w))
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -40,12 +40,24 @@ func Text(w io.Writer, r *diagnose.Report, o Options) error {
 		fmt.Fprintf(&b, "%s\n", p.bold(fmt.Sprintf(L["found"], len(r.Diagnoses))))
 	}
 	fmt.Fprintf(&b, "%s\n", p.dim(fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries)))
+	if s := envLine(r.Environment, L); s != "" {
+		fmt.Fprintf(&b, "%s: %s\n", L["env"], s)
+	}
+	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
+		fmt.Fprintf(&b, "%s: %s\n", L["ranks"], s)
+	}
 	for _, d := range r.Diagnoses {
 		b.WriteString("\n")
 		if d.Root {
 			textFull(&b, d, o, p, L)
 		} else {
 			textBrief(&b, d, o, p, L)
+		}
+		if o.Explain && len(d.Why) > 0 {
+			fmt.Fprintf(&b, "  %s:\n", p.bold(L["whyhere"]))
+			for _, w := range d.Why {
+				fmt.Fprintf(&b, "    - %s\n", w)
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -59,6 +71,9 @@ func where(d *diagnose.Diagnosis, L map[string]string) string {
 	}
 	if d.Count > 1 {
 		s += "  " + fmt.Sprintf(L["times"], d.Count)
+	}
+	if len(d.Ranks) > 0 {
+		s += "  " + fmt.Sprintf(L["onranks"], intList(d.Ranks))
 	}
 	return s
 }
@@ -75,6 +90,28 @@ func textFull(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L
 	}
 	if len(d.Facts) > 0 {
 		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(L["facts"]), factList(d.Facts))
+	}
+	if len(d.Files) > 1 {
+		parts := make([]string, len(d.Files))
+		for i, f := range d.Files {
+			parts[i] = fmt.Sprintf("%s:%d ×%d", f.File, f.FirstLine, f.Count)
+		}
+		fmt.Fprintf(b, "  %s: %s\n", L["seenin"], strings.Join(parts, ", "))
+	}
+	if head, figs, advice := memoryLines(d, o, L); head != "" {
+		fmt.Fprintf(b, "\n  %s\n", p.bold(head))
+		if figs != "" {
+			fmt.Fprintf(b, "    %s\n", p.dim(figs))
+		}
+		for _, a := range advice {
+			fmt.Fprintf(b, "%s\n", indent("→ "+a, "    "))
+		}
+	}
+	if vs := versionLines(d, o); len(vs) > 0 {
+		fmt.Fprintf(b, "\n  %s\n", p.bold(L["versions"]))
+		for _, v := range vs {
+			fmt.Fprintf(b, "    %s\n", v)
+		}
 	}
 	writeDeadEnds(b, d.DeadEnds, 0, o, p, L)
 	writeWorkarounds(b, d.Workarounds, 1, o, p, L)
@@ -116,14 +153,17 @@ func writeDeadEnds(b *strings.Builder, items []diagnose.DeadEnd, maxSources int,
 	fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
 	for _, x := range items {
 		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + ")")
+		if !x.Applies {
+			rate += " " + p.dim("["+L["notapply"]+"]")
+		}
 		if o.Lang == "zh" && x.Zh != "" {
 			fmt.Fprintf(b, "    ✗ %s %s\n", x.Zh, rate)
 		} else {
 			fmt.Fprintf(b, "    ✗ %s %s\n", x.Action, rate)
 			fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
 		}
-		if x.Condition != "" {
-			fmt.Fprintf(b, "      %s: %s\n", L["when"], x.Condition)
+		if c := condLine(x.Condition, x.Applicability, L); c != "" {
+			fmt.Fprintf(b, "      %s\n", c)
 		}
 		for _, s := range firstN(x.Sources, maxSources) {
 			fmt.Fprintf(b, "      %s\n", p.dim(L["src"]+": "+s))
@@ -142,12 +182,16 @@ func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSource
 		if o.Lang == "zh" && x.Zh != "" {
 			text = x.Zh
 		}
-		fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, p.dim("("+fmt.Sprintf(L["works"], pct(x.SuccessRate))+")"))
+		rate := p.dim("(" + fmt.Sprintf(L["works"], pct(x.SuccessRate)) + ")")
+		if !x.Applies {
+			rate += " " + p.dim("["+L["notapply"]+"]")
+		}
+		fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, rate)
 		if x.How != "" {
 			fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
 		}
-		if x.Condition != "" {
-			fmt.Fprintf(b, "       %s: %s\n", L["when"], x.Condition)
+		if c := condLine(x.Condition, x.Applicability, L); c != "" {
+			fmt.Fprintf(b, "       %s\n", c)
 		}
 		for _, s := range firstN(x.Sources, maxSources) {
 			fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+s))

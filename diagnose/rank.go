@@ -1,0 +1,252 @@
+package diagnose
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Rank prefixes and fields that say which process of a distributed job
+// printed a line. Only the head of a line is searched: these prefixes come
+// first, and the rest of a long line must not pay for them.
+var (
+	// "[rank3]:" (torchrun's per-rank prefix since 2.2), "[default3]:"
+	// (torchrun --tee with the default role), and "[Rank 3]" inside
+	// ProcessGroupNCCL messages.
+	reRankPrefix = regexp.MustCompile(`^\s*\[(?:rank|default)(\d{1,6})\]:|\[(?:PG [^\]]*)?Rank (\d{1,6})\]`)
+	// NCCL's "host:pid:tid [cudaDev]" prefix.
+	reNCCLPrefix = regexp.MustCompile(`^\s*(?:\[(?:rank|default)\d+\]:\s*)?([\w.-]+):(\d+):\d+ \[(\d+)\] NCCL`)
+	// NCCL's init line names the rank of that host:pid.
+	reNCCLInit = regexp.MustCompile(`\brank (\d{1,6}) nranks (\d{1,6})\b`)
+	// Lightning's "GLOBAL_RANK: 3", a file's own rank.
+	reGlobalRank = regexp.MustCompile(`\bGLOBAL_RANK: (\d{1,6})\b`)
+	// torchrun: "failed (exitcode: 1) local_rank: 2 (pid: 139832) of binary"
+	// and the error table under "Root Cause (first observed failure):"
+	// with "rank : 3 (local_rank: 3)".
+	reTorchrunFailed = regexp.MustCompile(`failed \(exitcode: -?\d+\) local_rank: (\d{1,6}) \(pid: (\d+)\)`)
+	reTorchrunRank   = regexp.MustCompile(`^\s*(?:\[\w+\]:\s*)?rank\s*:\s*(\d{1,6}) \(local_rank: \d+\)`)
+	// A file named for its rank: rank3.log, rank_3.txt, worker-rank-03.log.
+	reFileRank = regexp.MustCompile(`(?i)rank[_-]?(\d{1,6})\b`)
+)
+
+const rankHead = 200 // bytes of a line searched for a rank prefix
+
+// ParseRank returns the rank a log line names in its prefix: "[rank3]:",
+// "[default3]:" or "[Rank 3]". ok is false when the line names none.
+func ParseRank(line []byte) (rank int, ok bool) {
+	head := line[:min(len(line), rankHead)]
+	m := reRankPrefix.FindSubmatch(head)
+	if m == nil {
+		return 0, false
+	}
+	d := m[1]
+	if d == nil {
+		d = m[2]
+	}
+	n, err := strconv.Atoi(string(d))
+	return n, err == nil
+}
+
+// FileRank returns the rank a file's name carries ("logs/rank3.log").
+func FileRank(name string) (int, bool) {
+	m := reFileRank.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+// maxRanks bounds the ranks tracked: larger jobs exist, but a report that
+// lists more is no longer read.
+const maxRanks = 4096
+
+// rankTracker follows what a log says about ranks beyond prefixes: which
+// NCCL process is which rank, and which rank torchrun saw fail first.
+type rankTracker struct {
+	ncclPid      map[string]int // "host:pid" -> rank
+	pidRank      map[string]int // pid -> rank, from NCCL init lines
+	fileRank     int            // rank of the current file (-1 unknown)
+	inRootTable  bool
+	torchrunRoot int // rank under "Root Cause (first observed failure)", -1
+	torchrunPid  string
+	torchrunLR   int // local rank torchrun first reported failed, -1
+}
+
+func newRankTracker() *rankTracker {
+	return &rankTracker{ncclPid: map[string]int{}, pidRank: map[string]int{}, fileRank: -1, torchrunRoot: -1, torchrunLR: -1}
+}
+
+// line reads the facts a line gives about ranks; cheap on other lines.
+func (t *rankTracker) line(text []byte) {
+	if bytes.Contains(text, []byte(" nranks ")) && len(t.ncclPid) < maxRanks {
+		if p := reNCCLPrefix.FindSubmatch(text); p != nil {
+			if m := reNCCLInit.FindSubmatch(text); m != nil {
+				r, _ := strconv.Atoi(string(m[1]))
+				t.ncclPid[string(p[1])+":"+string(p[2])] = r
+				t.pidRank[string(p[2])] = r
+			}
+		}
+	}
+	if bytes.Contains(text, []byte("GLOBAL_RANK: ")) && t.fileRank < 0 {
+		if m := reGlobalRank.FindSubmatch(text); m != nil {
+			t.fileRank, _ = strconv.Atoi(string(m[1]))
+		}
+	}
+	if bytes.Contains(text, []byte("local_rank")) {
+		if m := reTorchrunFailed.FindSubmatch(text); m != nil && t.torchrunLR < 0 {
+			t.torchrunLR, _ = strconv.Atoi(string(m[1]))
+			t.torchrunPid = string(m[2])
+		}
+		if t.inRootTable {
+			if m := reTorchrunRank.FindSubmatch(text); m != nil {
+				t.torchrunRoot, _ = strconv.Atoi(string(m[1]))
+				t.inRootTable = false
+			}
+		}
+	}
+	if bytes.Contains(text, []byte("Root Cause (first observed failure)")) && t.torchrunRoot < 0 {
+		t.inRootTable = true
+	}
+}
+
+// rankOf returns the rank of a line: its prefix, else the rank of the
+// NCCL process printing it, else the file's rank; -1 when unknown.
+func (t *rankTracker) rankOf(text []byte) int {
+	if r, ok := ParseRank(text); ok {
+		return r
+	}
+	if bytes.Contains(text[:min(len(text), rankHead)], []byte(" NCCL")) {
+		if p := reNCCLPrefix.FindSubmatch(text); p != nil {
+			if r, ok := t.ncclPid[string(p[1])+":"+string(p[2])]; ok {
+				return r
+			}
+		}
+	}
+	return t.fileRank
+}
+
+// firstFailed is the rank torchrun names as the first observed failure,
+// or the rank of the pid it reported failed, or -1.
+func (t *rankTracker) firstFailed() (int, string, string) {
+	if t.torchrunRoot >= 0 {
+		return t.torchrunRoot, "torchrun's error summary names it as the first observed failure",
+			"torchrun 的错误汇总把它列为最先观察到的失败"
+	}
+	if r, ok := t.pidRank[t.torchrunPid]; ok && t.torchrunPid != "" {
+		return r, "torchrun reported its process, pid " + t.torchrunPid + ", as the failed one",
+			"torchrun 报告失败的正是它的进程（pid " + t.torchrunPid + "）"
+	}
+	return -1, "", ""
+}
+
+// RankSummary says, for a distributed job, which rank failed first and
+// which ranks only waited for it (their lines are only of diagnoses caused
+// by another, such as collective timeouts and teardown).
+type RankSummary struct {
+	Seen        []int  `json:"seen"`
+	Failed      []int  `json:"failed"`
+	FirstFailed *int   `json:"first_failed,omitempty"`
+	OnlyWaited  []int  `json:"only_waited"`
+	Reason      string `json:"reason"`
+	ReasonZh    string `json:"reason_zh"`
+}
+
+// rankSummary is nil when no diagnosed line named a rank and torchrun
+// named none.
+func (c *Collector) rankSummary(ds []*Diagnosis) *RankSummary {
+	seen := map[int]bool{}
+	failed := map[int]rankHit{}
+	for _, d := range ds {
+		g := c.groups[indexOf(c.entries, d.entry)]
+		for r, h := range g.ranks {
+			seen[r] = true
+			if d.Root && !d.entry.IsWarning() {
+				if old, ok := failed[r]; !ok || earlier(h, old) {
+					failed[r] = h
+				}
+			}
+		}
+	}
+	tr, trWhy, trWhyZh := c.ranks.firstFailed()
+	if len(seen) == 0 && tr < 0 {
+		return nil
+	}
+	s := &RankSummary{Seen: sortedKeys(seen), Failed: []int{}, OnlyWaited: []int{}}
+	for r := range failed {
+		s.Failed = append(s.Failed, r)
+	}
+	slices.Sort(s.Failed)
+	for _, r := range s.Seen {
+		if _, ok := failed[r]; !ok {
+			s.OnlyWaited = append(s.OnlyWaited, r)
+		}
+	}
+	switch {
+	case tr >= 0:
+		s.FirstFailed = &tr
+		s.Reason, s.ReasonZh = trWhy, trWhyZh
+		if !slices.Contains(s.Failed, tr) && len(s.Failed) > 0 {
+			s.Reason += fmt.Sprintf("; the root error was printed with the prefix of rank(s) %s", joinInts(s.Failed))
+			s.ReasonZh += fmt.Sprintf("；根因错误带有 rank %s 的前缀", joinInts(s.Failed))
+		}
+	case len(s.Failed) == 1:
+		f := s.Failed[0]
+		s.FirstFailed = &f
+		s.Reason = fmt.Sprintf("only rank %d printed the root error", f)
+		s.ReasonZh = fmt.Sprintf("只有 rank %d 打印了根因错误", f)
+	case len(s.Failed) > 1:
+		f := s.Failed[0]
+		for _, r := range s.Failed[1:] {
+			if earlier(failed[r], failed[f]) {
+				f = r
+			}
+		}
+		s.FirstFailed = &f
+		h := failed[f]
+		if h.when.kind != 0 {
+			s.Reason = fmt.Sprintf("rank %d printed the root error first (by timestamp) of ranks %s", f, joinInts(s.Failed))
+			s.ReasonZh = fmt.Sprintf("在 rank %s 中，rank %d 最先打印根因错误（按时间戳）", joinInts(s.Failed), f)
+		} else {
+			s.Reason = fmt.Sprintf("rank %d printed the root error first (by position in the log) of ranks %s", f, joinInts(s.Failed))
+			s.ReasonZh = fmt.Sprintf("在 rank %s 中，rank %d 最先打印根因错误（按日志中的位置）", joinInts(s.Failed), f)
+		}
+	default:
+		s.Reason = "no rank printed a root error; the ranks seen only printed what follows one"
+		s.ReasonZh = "没有 rank 打印根因错误；出现的 rank 只打印了随之而来的错误"
+	}
+	if len(s.OnlyWaited) > 0 {
+		s.Reason += fmt.Sprintf("; rank(s) %s only timed out or were torn down waiting for it", joinInts(s.OnlyWaited))
+		s.ReasonZh += fmt.Sprintf("；rank %s 只是在等待它时超时或被终止", joinInts(s.OnlyWaited))
+	}
+	return s
+}
+
+// earlier orders two first sightings: by timestamp across files when both
+// have one, else by position.
+func earlier(a, b rankHit) bool {
+	if a.at.file != b.at.file && a.when.comparable(b.when) {
+		return a.when.ns < b.when.ns
+	}
+	return a.at.less(b.at)
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,289 @@
+package diagnose
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpudx/gpudx/env"
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/oom"
+)
+
+func TestParseRank(t *testing.T) {
+	tests := []struct {
+		line string
+		rank int
+		ok   bool
+	}{
+		{"[rank3]: torch.OutOfMemoryError: CUDA out of memory.", 3, true},
+		{"[rank12]:[E1121 10:43:12.503117902 ProcessGroupNCCL.cpp:616] [Rank 12] Watchdog caught", 12, true},
+		{"[default5]:RuntimeError: CUDA error: an illegal memory access was encountered", 5, true},
+		{"[E ProcessGroupNCCL.cpp:475] [Rank 7] Watchdog caught collective operation timeout", 7, true},
+		{"[E1121 10:43:12.612540311 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception", 1, true},
+		{"  [rank0]: NCCL version 2.21.5+cuda12.4", 0, true},
+		{"step 100 rank 3 loss 2.1", 0, false}, // free text is not a prefix
+		{"Rank 3 has 2 GPUs", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		r, ok := ParseRank([]byte(tt.line))
+		if r != tt.rank || ok != tt.ok {
+			t.Errorf("ParseRank(%q) = %d, %v; want %d, %v", tt.line, r, ok, tt.rank, tt.ok)
+		}
+	}
+	for name, want := range map[string]int{"logs/rank3.log": 3, "node1/worker_rank-12.txt": 12, "RANK_0.out": 0} {
+		if r, ok := FileRank(name); !ok || r != want {
+			t.Errorf("FileRank(%q) = %d, %v", name, r, ok)
+		}
+	}
+	if _, ok := FileRank("logs/train.log"); ok {
+		t.Error("train.log has a rank")
+	}
+}
+
+func TestParseStamp(t *testing.T) {
+	a := parseStamp([]byte("2024-11-21 10:31:04,966 ERROR x"))
+	b := parseStamp([]byte("2024-11-21T10:31:05.402Z ERROR x"))
+	g1 := parseStamp([]byte("[rank1]:[E1121 10:41:07.772301775 ProcessGroupNCCL.cpp:616]"))
+	g2 := parseStamp([]byte("E1121 10:41:07.772014511 x"))
+	if a.kind != 'i' || b.kind != 'i' || b.ns-a.ns != 436_000_000 {
+		t.Errorf("iso: %+v %+v", a, b)
+	}
+	if g1.kind != 'g' || g1.ns-g2.ns != 287_264 {
+		t.Errorf("glog: %+v %+v (diff %d)", g1, g2, g1.ns-g2.ns)
+	}
+	if a.comparable(g1) || parseStamp([]byte("step 1")).kind != 0 {
+		t.Error("kinds")
+	}
+}
+
+// The ddp-oom example: rank 2 runs out of memory, ranks 0, 1 and 3 time
+// out in the allreduce waiting for it, torchrun reports pid 139832, which
+// NCCL's init line says is rank 2.
+func TestCascadeOnOneMultiRankLog(t *testing.T) {
+	log, err := os.ReadFile("../examples/ddp-oom.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, []tentry{
+		{id: "pytorch/cuda-out-of-memory", regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, precededBy: []string{"pytorch/cuda-out-of-memory"}},
+		{id: "pytorch/elastic-child-failed", regex: `failed \(exitcode: \d+\) local_rank`, precededBy: []string{"nccl/watchdog-timeout"}},
+	}, string(log))
+	check(t, r, []want{
+		{id: "pytorch/cuda-out-of-memory", root: true, count: 1, first: 21},
+		{id: "nccl/watchdog-timeout", count: 3, first: 22, causedBy: []string{"pytorch/cuda-out-of-memory"}},
+		{id: "pytorch/elastic-child-failed", count: 1, first: 29, causedBy: []string{"nccl/watchdog-timeout"}},
+	})
+	rs := r.Ranks
+	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 2 || !slices.Equal(rs.Failed, []int{2}) ||
+		!slices.Equal(rs.OnlyWaited, []int{0, 1, 3}) || !slices.Equal(rs.Seen, []int{0, 1, 2, 3}) {
+		t.Fatalf("ranks = %+v", rs)
+	}
+	if rs.Reason != "torchrun reported its process, pid 139832, as the failed one; rank(s) 0, 1, 3 only timed out or were torn down waiting for it" {
+		t.Errorf("reason = %q", rs.Reason)
+	}
+	if !slices.Equal(r.Diagnoses[1].Ranks, []int{0, 1, 3}) {
+		t.Errorf("watchdog ranks %v", r.Diagnoses[1].Ranks)
+	}
+	if r.Environment.NCCL != "2.21.5" {
+		t.Errorf("environment %+v", r.Environment)
+	}
+	m := r.Diagnoses[0].Memory
+	// 4.66 GiB reserved but unallocated is more than the 4.00 GiB asked.
+	if m == nil || m.Verdict != oom.Fragmentation || m.Requested != 4<<30 {
+		t.Fatalf("memory = %+v", m)
+	}
+	if f := r.Diagnoses[0].Facts["reserved_unallocated"]; f.Text != "4.66 GiB" {
+		t.Errorf("derived fact reserved_unallocated = %+v", f)
+	}
+}
+
+// One file per rank: ranks 1 and 3 both hit the illegal access; rank 3's
+// timestamp is earlier although its file comes later.
+func TestCascadeAcrossRankFiles(t *testing.T) {
+	var logs []string
+	for i := range 4 {
+		b, err := os.ReadFile(filepath.Join("testdata", "ranks", "rank"+string(rune('0'+i))+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, string(b))
+	}
+	r := build(t, []tentry{
+		{id: "cuda/illegal-memory-access", regex: `an illegal memory access was encountered`, leadsTo: []string{"nccl/watchdog-timeout"}},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`},
+	}, logs...)
+	check(t, r, []want{
+		{id: "cuda/illegal-memory-access", root: true, count: 2, first: 2},
+		{id: "nccl/watchdog-timeout", count: 3, first: 2, causedBy: []string{"cuda/illegal-memory-access"}},
+	})
+	rs := r.Ranks
+	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 3 || !slices.Equal(rs.Failed, []int{1, 3}) ||
+		!slices.Equal(rs.OnlyWaited, []int{0, 2}) {
+		t.Fatalf("ranks = %+v", rs)
+	}
+	if !strings.HasPrefix(rs.Reason, "rank 3 printed the root error first (by timestamp) of ranks 1, 3") {
+		t.Errorf("reason %q", rs.Reason)
+	}
+	d := r.Diagnoses[0]
+	if len(d.Files) != 2 || d.Files[0] != (FileHits{"rank1.log", 1, 2}) || d.Files[1] != (FileHits{"rank3.log", 1, 2}) {
+		t.Errorf("files %+v", d.Files)
+	}
+	if !slices.Equal(r.Diagnoses[1].Ranks, []int{0, 1, 2}) {
+		t.Errorf("watchdog ranks %v", r.Diagnoses[1].Ranks)
+	}
+}
+
+// Across files without a graph edge, timestamps decide which comes first.
+func TestTimestampsOrderAcrossFiles(t *testing.T) {
+	r := build(t, []tentry{
+		{id: "a/late", regex: `LATE`},
+		{id: "a/early", regex: `EARLY`},
+	}, "2024-11-21 10:00:09,000 LATE\n", "2024-11-21 10:00:01,000 EARLY\n")
+	if r.Diagnoses[0].ID != "a/early" {
+		t.Fatalf("order %s, %s", r.Diagnoses[0].ID, r.Diagnoses[1].ID)
+	}
+	want := "before a/late: seen first by the timestamps of their first lines (rank1.log:1 before rank0.log:1)"
+	if !slices.Contains(r.Diagnoses[0].Why, want) {
+		t.Errorf("why = %q", r.Diagnoses[0].Why)
+	}
+}
+
+var fixedBug = []tentry{
+	{id: "cuda/cublas-internal-error", regex: `CUBLAS_STATUS_INTERNAL_ERROR`, versions: []kb.Version{
+		{Version: "PyTorch 1.8.0", Removed: ptr("1.8.1"), Status: "fixed"},
+	}},
+	{id: "cuda/illegal-memory-access", regex: `an illegal memory access`},
+}
+
+const twoErrors = "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasSgemm`\n" +
+	"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+func ptr(s string) *string { return &s }
+
+func TestVersionsRuleOutOrAdviseUpgrade(t *testing.T) {
+	tests := []struct {
+		torch, status, text string
+		first               string
+	}{
+		{"2.1.0+cu121", FixedInstalled, "PyTorch 1.8.1 fixed the PyTorch 1.8.0 problem; 2.1.0+cu121 is installed, so that cause is ruled out.", "cuda/illegal-memory-access"},
+		{"1.8.0", Upgrade, "Installed PyTorch 1.8.0 is older than the fix: upgrade to PyTorch 1.8.1 or newer.", "cuda/cublas-internal-error"},
+		{"1.8.1", FixedInstalled, "PyTorch 1.8.1 fixed the PyTorch 1.8.0 problem; 1.8.1 is installed, so that cause is ruled out.", "cuda/illegal-memory-access"},
+		{"", VersionUnknown, "If you run PyTorch 1.8.0 or older than 1.8.1, upgrade to PyTorch 1.8.1.", "cuda/cublas-internal-error"},
+	}
+	for _, tt := range tests {
+		r := buildEnv(t, fixedBug, env.Environment{Torch: tt.torch}, twoErrors)
+		var d *Diagnosis
+		for _, x := range r.Diagnoses {
+			if x.ID == "cuda/cublas-internal-error" {
+				d = x
+			}
+		}
+		if len(d.VersionNotes) != 1 || d.VersionNotes[0].Status != tt.status || d.VersionNotes[0].Text != tt.text {
+			t.Errorf("torch %q: notes %+v", tt.torch, d.VersionNotes)
+		}
+		if r.Diagnoses[0].ID != tt.first {
+			t.Errorf("torch %q: first %s", tt.torch, r.Diagnoses[0].ID)
+		}
+		if tt.status == FixedInstalled && !slices.Contains(r.Diagnoses[0].Why,
+			"before cuda/cublas-internal-error: cuda/cublas-internal-error's known cause is fixed in the installed version") {
+			t.Errorf("why %q", r.Diagnoses[0].Why)
+		}
+	}
+}
+
+func TestSplitRow(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"PyTorch 1.8.0":                {"PyTorch", "1.8.0"},
+		"NVIDIA driver R565":           {"NVIDIA driver", "565"},
+		"NVIDIA driver 418.43 (Linux)": {"NVIDIA driver", "418.43"},
+		"flash-attn 2.x":               {"flash-attn", "2.x"},
+		"CUDA 12.4":                    {"CUDA", "12.4"},
+	} {
+		c, v, ok := splitRow(in)
+		if !ok || c != want[0] || v != want[1] {
+			t.Errorf("splitRow(%q) = %q %q %v", in, c, v, ok)
+		}
+	}
+}
+
+// Conditions: the items that apply come first; the others stay, marked
+// with the values that rule them out.
+func TestConditionsOrderAdvice(t *testing.T) {
+	es := []tentry{{
+		id:    "pytorch/cuda-out-of-memory",
+		regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`,
+		workarounds: []kb.Workaround{
+			{Action: "expandable segments", SuccessRate: 0.9, Condition: "facts.reserved_unallocated >= facts.requested"},
+			{Action: "smaller batch", SuccessRate: 0.8},
+			{Action: "2.9 workaround", SuccessRate: 0.95, Condition: "env.torch >= '2.9' && env.torch < '2.10'"},
+			{Action: "other process", SuccessRate: 0.7, Condition: "facts.other_processes > 0"},
+		},
+	}}
+	line := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free. " +
+		"Process 4242 has 20.00 GiB memory in use. Process 5151 has 58.11 GiB memory in use. Including non-PyTorch memory, this process has 58.11 GiB memory in use. " +
+		"Of the allocated memory 55.20 GiB is allocated by PyTorch, and 1.30 GiB is reserved by PyTorch but unallocated.\n"
+	r := buildEnv(t, es, env.Environment{Torch: "2.10.0"}, line)
+	var got []string
+	for _, w := range r.Diagnoses[0].Workarounds {
+		got = append(got, w.Action+"|"+w.ConditionStatus+"|"+w.Reason)
+		if w.Applies != (w.ConditionStatus != "fails") {
+			t.Errorf("%s applies=%v", w.Action, w.Applies)
+		}
+	}
+	want := []string{
+		"other process|holds|facts.other_processes = 20.00 GiB",
+		"smaller batch||",
+		"2.9 workaround|fails|env.torch = 2.10.0",
+		"expandable segments|fails|facts.reserved_unallocated = 1.30 GiB, facts.requested = 2.00 GiB",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("workarounds\n got %q\nwant %q", got, want)
+	}
+	if m := r.Diagnoses[0].Memory; m == nil || m.Verdict != oom.OtherProcess {
+		t.Errorf("memory %+v", m)
+	}
+}
+
+// The log's own environment lines are read; what the caller gives fills
+// the gaps and never overrides the log.
+func TestEnvironmentFromLogAndCaller(t *testing.T) {
+	log := "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n" +
+		"gpu-node-07:139830:139830 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n" +
+		"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+	r := buildEnv(t, fixedBug, env.Environment{Driver: "550.54.15", Torch: "2.1.0"}, log)
+	e := r.Environment
+	if e.Driver != "535.104.05" || e.NCCL != "2.18.1" || e.Torch != "2.1.0" {
+		t.Errorf("environment %+v", e)
+	}
+}
+
+// The names lint lets conditions read are the names the packages provide.
+func TestConditionNamesMatchProviders(t *testing.T) {
+	full := env.Environment{Torch: "2.4.0", TorchCUDA: "12.1", CUDA: "12.4.131", DriverCUDA: "12.4", Driver: "550.54.15",
+		CUDNN: "9.1.0", NCCL: "2.21.5", Python: "3.11.7", OS: "linux",
+		GPUs:     []env.GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 85520809984}},
+		Packages: map[string]string{"jax": "0.4.30", "jaxlib": "0.4.30", "tensorflow": "2.16.1", "triton": "3.0.0"}}
+	for k := range full.Values() {
+		if !slices.Contains(kb.EnvNames, k) {
+			t.Errorf("env provides %q, which kb.EnvNames lacks", k)
+		}
+	}
+	for _, k := range kb.EnvNames {
+		if _, ok := full.Values()[k]; !ok {
+			t.Errorf("kb.EnvNames has %q, which env does not provide", k)
+		}
+	}
+	a := oom.Analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free. "+
+		"Process 4242 has 20.00 GiB memory in use. Including non-PyTorch memory, this process has 58.11 GiB memory in use. "+
+		"Of the allocated memory 55.20 GiB is allocated by PyTorch, and 1.30 GiB is reserved by PyTorch but unallocated.", "")
+	for k := range a.Facts() {
+		if !slices.Contains(kb.MemoryFacts, k) {
+			t.Errorf("oom provides %q, which kb.MemoryFacts lacks", k)
+		}
+	}
+}

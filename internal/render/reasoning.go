@@ -1,0 +1,135 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/env"
+	"github.com/gpudx/gpudx/facts"
+)
+
+// envLine summarises the environment in one line, or "" when nothing is
+// known.
+func envLine(e env.Environment, L map[string]string) string {
+	var parts []string
+	add := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+" "+v)
+		}
+	}
+	add("PyTorch", e.Torch)
+	add(L["builtcuda"], e.TorchCUDA)
+	add("CUDA", e.CUDA)
+	add("driver", e.Driver)
+	add(L["drvcuda"], e.DriverCUDA)
+	add("cuDNN", e.CUDNN)
+	add("NCCL", e.NCCL)
+	add("Python", e.Python)
+	if e.OS != "" {
+		parts = append(parts, e.OS)
+	}
+	if len(e.GPUs) > 0 {
+		g := e.GPUs[0].Name
+		if len(e.GPUs) > 1 {
+			g += " ×" + strconv.Itoa(len(e.GPUs))
+		}
+		parts = append(parts, g)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func ranksLine(r *diagnose.RankSummary, o Options, L map[string]string) string {
+	if r == nil {
+		return ""
+	}
+	reason := r.Reason
+	if o.Lang == "zh" && r.ReasonZh != "" {
+		reason = r.ReasonZh
+	}
+	if r.FirstFailed != nil {
+		return fmt.Sprintf(L["rankfirst"], *r.FirstFailed, reason)
+	}
+	return reason
+}
+
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// memoryBlock is the out-of-memory arithmetic: the figures, the verdict and
+// the advice.
+func memoryLines(d *diagnose.Diagnosis, o Options, L map[string]string) (head string, figures string, advice []string) {
+	m := d.Memory
+	if m == nil {
+		return "", "", nil
+	}
+	reason := m.Reason
+	if o.Lang == "zh" && m.ReasonZh != "" {
+		reason = m.ReasonZh
+	}
+	head = fmt.Sprintf("%s: %s — %s", L["memory"], strings.ReplaceAll(string(m.Verdict), "_", " "), reason)
+	var fs []string
+	add := func(name string, v int64) {
+		if v >= 0 {
+			fs = append(fs, name+" "+facts.FormatBytes(float64(v)))
+		}
+	}
+	add("requested", m.Requested)
+	add("capacity", m.Capacity)
+	add("free", m.Free)
+	add("allocated", m.Allocated)
+	add("reserved", m.Reserved)
+	add("reserved-unallocated", m.ReservedUnallocated)
+	add("other processes", m.OtherProcesses)
+	figures = strings.Join(fs, " · ")
+	for _, a := range m.Advice {
+		t := a.Text
+		if o.Lang == "zh" && a.Zh != "" {
+			t = a.Zh
+		}
+		advice = append(advice, t)
+	}
+	return head, figures, advice
+}
+
+func versionLines(d *diagnose.Diagnosis, o Options) []string {
+	var out []string
+	for _, n := range d.VersionNotes {
+		t := n.Text
+		if o.Lang == "zh" && n.Zh != "" {
+			t = n.Zh
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// condLine says how an item's condition came out.
+func condLine(cond string, a diagnose.Applicability, L map[string]string) string {
+	if cond == "" {
+		return ""
+	}
+	s := L["when"] + ": " + cond
+	switch a.ConditionStatus {
+	case "holds":
+		s += " — " + L["holds"]
+	case "fails":
+		s += " — " + L["fails_cond"]
+	case "unknown":
+		// The reason already says what is not known.
+		if a.Reason != "" {
+			return s + " — " + a.Reason
+		}
+		return s + " — " + L["unknown"]
+	}
+	if a.Reason != "" {
+		s += " (" + a.Reason + ")"
+	}
+	return s
+}
