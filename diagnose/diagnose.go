@@ -11,9 +11,11 @@
 package diagnose
 
 import (
+	"bytes"
 	"io"
 	"regexp/syntax"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -183,7 +185,8 @@ type Collector struct {
 	ranks  *rankTracker
 	cur    []byte // the line being scanned, valid during Line and Add
 	curN   int
-	lineOK bool // rank and stamp of line curN are computed
+	infoAt key      // the line whose rank and stamp are in rank and when
+	memCtx []string // recent allocator summary lines (BFC "Limit:", "InUse:")
 	rank   int
 	when   stamp
 
@@ -230,6 +233,8 @@ func (c *Collector) File(name string) {
 	}
 	c.file = name
 	c.stats.Files++
+	c.cur, c.curN = nil, 0
+	c.memCtx = c.memCtx[:0]
 	c.ranks.fileRank = -1
 	if r, ok := FileRank(name); ok {
 		c.ranks.fileRank = r
@@ -239,9 +244,25 @@ func (c *Collector) File(name string) {
 // Line shows the collector every line before its hits (the each function
 // of scan.Scanner.ScanLines): it reads the environment and rank facts.
 func (c *Collector) Line(n int, text []byte) {
-	c.cur, c.curN, c.lineOK = text, n, false
+	c.cur, c.curN = text, n
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
+	if isAllocatorSummary(text) {
+		if len(c.memCtx) == maxMemCtx {
+			c.memCtx = append(c.memCtx[:0], c.memCtx[1:]...)
+		}
+		c.memCtx = append(c.memCtx, string(text[:min(len(text), 512)]))
+	}
+}
+
+// maxMemCtx bounds the allocator summary lines kept for an OOM message.
+const maxMemCtx = 8
+
+// isAllocatorSummary: the lines TensorFlow's and XLA's BFC allocator print
+// before an out-of-memory error, which give the limit and what was in use.
+func isAllocatorSummary(line []byte) bool {
+	return (bytes.Contains(line, []byte("Limit:")) || bytes.Contains(line, []byte("InUse:"))) &&
+		!bytes.Contains(line, []byte("MaxInUse:"))
 }
 
 // AddStats adds what a scan read.
@@ -256,12 +277,13 @@ func (c *Collector) Add(h scan.Hit) {
 	if len(c.pending) > 0 && k != c.pkey {
 		c.flush()
 	}
-	if !c.lineOK {
+	if c.infoAt != k || c.infoAt.line == 0 {
+		// Without Line (plain Scan) only the file's rank is known.
 		c.rank, c.when = c.ranks.fileRank, stamp{}
 		if c.curN == h.Line && c.cur != nil {
 			c.rank, c.when = c.ranks.rankOf(c.cur), parseStamp(c.cur)
 		}
-		c.lineOK = true
+		c.infoAt = k
 	}
 	c.pkey = k
 	c.pending = append(c.pending, h)
@@ -329,6 +351,9 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 			g.full = h.Text
 			if c.curN == h.Line && c.cur != nil {
 				g.full = string(c.cur[:min(len(c.cur), maxMemoryLine)])
+			}
+			if len(c.memCtx) > 0 { // the allocator's summary, printed before
+				g.full = strings.Join(c.memCtx, "\n") + "\n" + g.full
 			}
 		}
 		c.groups[h.Entry] = g

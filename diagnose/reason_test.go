@@ -287,3 +287,42 @@ func TestConditionNamesMatchProviders(t *testing.T) {
 		}
 	}
 }
+
+// torchrun's failure summary names the first observed failure: rank 1,
+// although rank 3's error comes first in the merged output.
+func TestTorchrunSummaryNamesTheFirstFailure(t *testing.T) {
+	log, err := os.ReadFile("testdata/ranks/torchrun-summary.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, []tentry{
+		{id: "cuda/illegal-memory-access", regex: `an illegal memory access was encountered`, leadsTo: []string{"nccl/watchdog-timeout"}},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`},
+	}, string(log))
+	rs := r.Ranks
+	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 1 || !slices.Equal(rs.Failed, []int{1, 3}) ||
+		!slices.Equal(rs.OnlyWaited, []int{0, 2}) {
+		t.Fatalf("ranks = %+v", rs)
+	}
+	if rs.Reason != "torchrun's error summary names it as the first observed failure; rank(s) 0, 2 only timed out or were torn down waiting for it" {
+		t.Errorf("reason %q", rs.Reason)
+	}
+}
+
+// TensorFlow prints the BFC allocator's limit and use before the error
+// line; the arithmetic reads them from there.
+func TestTensorFlowOOMReadsTheAllocatorSummary(t *testing.T) {
+	log, err := os.ReadFile("testdata/tf-bfc-oom.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, []tentry{{id: "tensorflow/oom-when-allocating-tensor",
+		regex: `OOM when allocating tensor with shape\[(?P<shape>[0-9,]*)\] and type (?P<dtype>\w+)`}}, string(log))
+	m := r.Diagnoses[0].Memory
+	if m == nil || m.Verdict != oom.LiveTensors || m.Requested != 102760448 || m.Capacity != 10990990131 || m.Allocated != 10948224000 {
+		t.Fatalf("memory %+v", m)
+	}
+	if f := r.Diagnoses[0].Facts["total_capacity"]; f.Num != 10990990131 {
+		t.Errorf("total_capacity fact %+v", f)
+	}
+}

@@ -383,6 +383,16 @@ func TestExplainAndEnvCommand(t *testing.T) {
 	if r.code != 2 {
 		t.Errorf("missing --env: exit %d", r.code)
 	}
+	bin := filepath.Join(t.TempDir(), "core")
+	if err := os.WriteFile(bin, []byte("\x7fELF\x00\x00binary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{bin, t.TempDir()} {
+		r = run(t, "", nil, "env", "--file", bad)
+		if r.code != 2 || !strings.Contains(r.err, "--env "+bad+": ") {
+			t.Errorf("env --file %s: exit %d, %q", bad, r.code, r.err)
+		}
+	}
 	// Live collection never fails, whatever is installed.
 	if r = run(t, "", nil, "env", "-f", "json"); r.code != 0 {
 		t.Errorf("gpudx env: exit %d %s", r.code, r.err)

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +16,10 @@ import (
 	"github.com/gpudx/gpudx/internal/render"
 )
 
+// maxEnvFile bounds an --env file: tool output is kilobytes; a larger
+// file is a mistake (a log, a device) and must not hang the command.
+const maxEnvFile = 64 << 20
+
 // readEnvFiles parses every --env file into one environment; the first
 // file that knows a value wins.
 func readEnvFiles(paths []string) (env.Environment, error) {
@@ -22,7 +29,7 @@ func readEnvFiles(paths []string) (env.Environment, error) {
 		if err != nil {
 			return out, usageErr("--env %s: %v", p, unwrapPath(err))
 		}
-		e, err := env.Parse(f, p)
+		e, err := parseEnvFile(f, p)
 		f.Close()
 		if err != nil {
 			return out, usageErr("--env %s: %v", p, err)
@@ -30,6 +37,29 @@ func readEnvFiles(paths []string) (env.Environment, error) {
 		out.Merge(e)
 	}
 	return out, nil
+}
+
+func parseEnvFile(f *os.File, name string) (env.Environment, error) {
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return env.Environment{}, fmt.Errorf("is a directory; give the captured output files themselves")
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, err := br.Peek(8 << 10)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return env.Environment{}, err
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return env.Environment{}, fmt.Errorf("looks like a binary file (NUL bytes in its first 8 KiB), not captured tool output")
+	}
+	lr := &io.LimitedReader{R: br, N: maxEnvFile + 1}
+	e, err := env.Parse(lr, name)
+	if err != nil {
+		return e, err
+	}
+	if lr.N == 0 {
+		return e, fmt.Errorf("larger than %d MiB: not captured tool output", maxEnvFile>>20)
+	}
+	return e, nil
 }
 
 // collectLive reads this machine's environment with a bound on the time
