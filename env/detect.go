@@ -226,29 +226,86 @@ func addGPU(e *Environment, g GPU, where string) int {
 
 // Literal tokens tested before any regular expression runs.
 var (
-	tokErsion       = []byte("ersion") // Version, version
-	tokKernelMod    = []byte("Kernel Mod")
-	tokCompTools    = []byte("compilation tools")
-	tokBuiltWith    = []byte("CUDA used to build PyTorch")
-	tokGPU          = []byte("GPU ")
-	tokFreeze       = []byte("==")
-	tokConda        = []byte("[conda]")
-	tokPackage      = []byte("Package")
-	tokCondaHeader  = []byte("# packages in environment")
-	tokComma        = []byte(", ")
-	tokOS           = []byte("OS:")
-	tokPyPlatform   = []byte("Python platform:")
-	tokDrive        = []byte(`:\`)
-	tokPackages     = []byte("-packages")
-	tokLinuxGNU     = []byte("linux-gnu")
-	tokNVRM         = []byte("NVRM:")
-	tokCapSM        = []byte("capability sm_")
-	tokComputeCap   = []byte("compute capability:")
-	tokCuDNNLib     = []byte("runtime CuDNN library")
-	tokTorch        = []byte("torch")
-	tokPython       = []byte("Python 3")
-	tokDriverVerInt = []byte("cudaDriverVersion")
+	tokErsion      = []byte("ersion") // Version, version
+	tokCompTools   = []byte("compilation tools")
+	tokGPU         = []byte("GPU ")
+	tokFreeze      = []byte("==")
+	tokConda       = []byte("[conda]")
+	tokPackage     = []byte("Package")
+	tokCondaHeader = []byte("# packages in environment")
+	tokComma       = []byte(", ")
+	tokOS          = []byte("OS:")
+	tokPyPlatform  = []byte("Python platform:")
+	tokDrive       = []byte(`:\`)
+	tokPackages    = []byte("-packages")
+	tokLinuxGNU    = []byte("linux-gnu")
+	tokNVRM        = []byte("NVRM:")
+	tokCapSM       = []byte("capability sm_")
+	tokComputeCap  = []byte("compute capability:")
+	tokTorch       = []byte("torch")
+	tokPython      = []byte("Python 3")
 )
+
+// A lineRule reads one field from a line that contains tok: the first
+// group of re, through conv where there is one. The literal test comes
+// first, so re runs only on the few lines that can match.
+type lineRule struct {
+	tok   []byte
+	re    *regexp.Regexp
+	field string
+	conv  func(string) string // nil: the text as matched
+	strip bool                // match re against the line without its log prefixes
+}
+
+// applyRules tries rules in order; as set keeps the first value, an
+// earlier rule wins over a later one for the same field. stripped is the
+// line without its log prefixes, or nil to compute it only if a strip
+// rule's token is found.
+func (d *Detector) applyRules(rules []lineRule, line, stripped []byte, where string) {
+	for i := range rules {
+		r := &rules[i]
+		if !bytes.Contains(line, r.tok) {
+			continue
+		}
+		in := line
+		if r.strip {
+			if stripped == nil {
+				stripped = stripPrefix(line)
+			}
+			in = stripped
+		}
+		if m := r.re.FindSubmatch(in); m != nil {
+			v := string(m[1])
+			if r.conv != nil {
+				v = r.conv(v)
+			}
+			d.set(r.field, v, where)
+		}
+	}
+}
+
+// lineRules are the single-field statements Line reads from any line.
+var lineRules = []lineRule{
+	{tok: []byte("Kernel Mod"), re: kernelModuleRE, field: "driver"},
+	{tok: []byte("CUDA used to build PyTorch"), re: builtWithRE, field: "torch_cuda"},
+	{tok: []byte("runtime CuDNN library"), re: tfCuDNNRE, field: "cudnn"},
+	{tok: []byte("cudaDriverVersion"), re: ncclDriverRE, field: "driver_cuda", conv: cudaFromInt},
+}
+
+// versionRules are the single-field statements versionLine reads from a
+// line that contains "version" or "Version".
+var versionRules = []lineRule{
+	{tok: []byte("CUDA Version"), re: smiQCUDARE, field: "driver_cuda", strip: true},
+	{tok: []byte("CUDA runtime version:"), re: cudaRuntimeRE, field: "cuda"},
+	{tok: []byte("river version:"), re: nvDriverRE, field: "driver"},
+	{tok: []byte("NCCL version"), re: ncclRE, field: "nccl"},
+	{tok: []byte("nccl.version()"), re: ncclTorchRE, field: "nccl", conv: ncclFromTorch},
+	{tok: []byte("cudnn.version()"), re: cudnnTorchRE, field: "cudnn", conv: cudnnFromInt},
+	{tok: []byte("torch.version.cuda"), re: torchCUDARE, field: "torch_cuda"},
+	{tok: []byte("too old (found version"), re: driverOldRE, field: "driver_cuda", conv: cudaFromInt},
+	{tok: []byte("driver's CUDA version"), re: jaxDriverRE, field: "driver_cuda"},
+	{tok: []byte("Loaded cuDNN version"), re: loadedCuDNNRE, field: "cudnn", conv: cudnnFromInt},
+}
 
 // Line examines one line; where ("train.log:12") is recorded as the
 // source of what it sets.
@@ -266,29 +323,12 @@ func (d *Detector) Line(line []byte, where string) {
 	if bytes.Contains(line, tokErsion) {
 		d.versionLine(line, where)
 	}
-	if bytes.Contains(line, tokKernelMod) {
-		if m := kernelModuleRE.FindSubmatch(line); m != nil {
-			d.set("driver", string(m[1]), where)
-		}
-	}
+	d.applyRules(lineRules, line, nil, where)
+	// Not a rule: nvcc's full version (V12.4.131, second group) wins over
+	// its release (12.4). No rule sets cuda, so this may follow them.
 	if bytes.Contains(line, tokCompTools) {
 		if m := nvccRE.FindSubmatch(line); m != nil {
 			d.set("cuda", string(first2(m[2], m[1])), where)
-		}
-	}
-	if bytes.Contains(line, tokBuiltWith) {
-		if m := builtWithRE.FindSubmatch(line); m != nil {
-			d.set("torch_cuda", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, tokCuDNNLib) {
-		if m := tfCuDNNRE.FindSubmatch(line); m != nil {
-			d.set("cudnn", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, tokDriverVerInt) {
-		if m := ncclDriverRE.FindSubmatch(line); m != nil {
-			d.set("driver_cuda", cudaFromInt(string(m[1])), where)
 		}
 	}
 	if bytes.Contains(line, tokGPU) {
@@ -446,56 +486,7 @@ func (d *Detector) versionLine(line []byte, where string) {
 			d.set("driver_cuda", string(m[1]), where)
 		}
 	}
-	if bytes.Contains(line, []byte("CUDA Version")) {
-		if m := smiQCUDARE.FindSubmatch(s); m != nil {
-			d.set("driver_cuda", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("CUDA runtime version:")) {
-		if m := cudaRuntimeRE.FindSubmatch(line); m != nil {
-			d.set("cuda", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("river version:")) {
-		if m := nvDriverRE.FindSubmatch(line); m != nil {
-			d.set("driver", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("NCCL version")) {
-		if m := ncclRE.FindSubmatch(line); m != nil {
-			d.set("nccl", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("nccl.version()")) {
-		if m := ncclTorchRE.FindSubmatch(line); m != nil {
-			d.set("nccl", ncclFromTorch(string(m[1])), where)
-		}
-	}
-	if bytes.Contains(line, []byte("cudnn.version()")) {
-		if m := cudnnTorchRE.FindSubmatch(line); m != nil {
-			d.set("cudnn", cudnnFromInt(string(m[1])), where)
-		}
-	}
-	if bytes.Contains(line, []byte("torch.version.cuda")) {
-		if m := torchCUDARE.FindSubmatch(line); m != nil {
-			d.set("torch_cuda", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("too old (found version")) {
-		if m := driverOldRE.FindSubmatch(line); m != nil {
-			d.set("driver_cuda", cudaFromInt(string(m[1])), where)
-		}
-	}
-	if bytes.Contains(line, []byte("driver's CUDA version")) {
-		if m := jaxDriverRE.FindSubmatch(line); m != nil {
-			d.set("driver_cuda", string(m[1]), where)
-		}
-	}
-	if bytes.Contains(line, []byte("Loaded cuDNN version")) {
-		if m := loadedCuDNNRE.FindSubmatch(line); m != nil {
-			d.set("cudnn", cudnnFromInt(string(m[1])), where)
-		}
-	}
+	d.applyRules(versionRules, line, s, where)
 	if bytes.Contains(line, []byte("cuDNN version")) {
 		if m := cudnnMismatchRE.FindSubmatch(line); m != nil {
 			d.set("cudnn", cudnnFromTorch(string(m[1])), where)
