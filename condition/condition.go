@@ -10,15 +10,25 @@
 // and env, both maps. Comparisons are typed by their values at run time:
 // numbers compare as numbers, a version compares with a version or with a
 // version written as a string literal (so '2.10' is newer than '2.9'), and
-// other strings compare as text. A condition that names a fact or an
-// environment value that is not known evaluates to Unknown, never to false:
-// gpudx must not rule advice out for lack of information.
+// other strings compare as text, ignoring case. x in [a, b] holds when x
+// equals one of the elements by the same rules, so env.torch in ['2.1.0']
+// holds for 2.1.0+cu121. A version never compares with a number, not even
+// for ==: a condition that tries is Unknown, and one that compares an env
+// version with a number literal (env.torch == 2.1) does not compile. A
+// condition that names a fact or an environment value that is not known
+// evaluates to Unknown, never to false: gpudx must not rule advice out for
+// lack of information.
+//
+// facts and env can only be read by name (facts.requested): the maps a
+// condition sees hold only the values it names, so "x" in facts or
+// len(env) would not mean what they say, and are refused.
 package condition
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +64,20 @@ type Ref struct{ Var, Name string }
 
 func (r Ref) String() string { return r.Var + "." + r.Name }
 
+// Limits on a condition's source, checked before it is parsed: expr's
+// parser recurses once per nesting level, and a deep enough nest (a --kb
+// entry with 600,000 parentheses) overflows the stack, a fatal error that
+// recover cannot catch.
+const (
+	MaxLength = 1024 // bytes
+	MaxDepth  = 32   // nested ( [ { brackets
+)
+
+// NumericEnv are the env names whose values are numbers, so a condition
+// may compare them with a number literal; every other env value is a
+// version or text.
+var NumericEnv = []string{"gpu_memory", "gpus"}
+
 // Compile parses and type-checks a condition. An empty source compiles to
 // a program that always holds.
 func Compile(src string) (*Program, error) {
@@ -61,10 +85,17 @@ func Compile(src string) (*Program, error) {
 	if p.src == "" {
 		return p, nil
 	}
-	v := &visitor{}
+	if len(p.src) > MaxLength { // too long to quote in the error
+		return nil, fmt.Errorf("condition is %d bytes, longer than %d", len(p.src), MaxLength)
+	}
+	if d := depth(p.src); d > MaxDepth {
+		return nil, fmt.Errorf("condition %q nests brackets %d deep, deeper than %d", p.src, d, MaxDepth)
+	}
+	v := &visitor{based: map[*ast.IdentifierNode]bool{}}
 	prog, err := expr.Compile(p.src,
 		expr.Env(map[string]any{"facts": map[string]any{}, "env": map[string]any{}}),
 		expr.Function(cmpFunc, compareOp),
+		expr.Function(inFunc, inOp),
 		expr.Patch(v),
 		expr.AsBool(),
 	)
@@ -74,11 +105,45 @@ func Compile(src string) (*Program, error) {
 		}
 		return nil, fmt.Errorf("condition %q: %w", p.src, err)
 	}
+	if v.err == nil {
+		for _, id := range v.idents {
+			if !v.based[id] {
+				v.err = fmt.Errorf("read %s by name, as in %s.name: the condition sees only the values it names", id.Value, id.Value)
+				break
+			}
+		}
+	}
 	if v.err != nil {
 		return nil, fmt.Errorf("condition %q: %w", p.src, v.err)
 	}
 	p.prog, p.refs = prog, v.refs
 	return p, nil
+}
+
+// depth returns how deep ( [ { brackets nest in src, outside string
+// literals.
+func depth(src string) int {
+	d, most := 0, 0
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote != '`' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			d++
+			most = max(most, d)
+		case c == ')' || c == ']' || c == '}':
+			d--
+		}
+	}
+	return most
 }
 
 // Source returns the condition as written.
@@ -165,19 +230,35 @@ func normalize(v any) (string, any) {
 	return fmt.Sprint(v), v
 }
 
-const cmpFunc = "__cmp"
+const (
+	cmpFunc = "__cmp"
+	inFunc  = "__in"
+)
 
-// visitor collects facts.X and env.X references and routes every
-// comparison through compareOp, which knows versions.
+// visitor collects facts.X and env.X references, routes every comparison
+// through compareOp and every in through inOp, which know versions, and
+// refuses an env version compared with a number literal.
 type visitor struct {
-	refs []Ref
-	err  error
+	refs   []Ref
+	err    error
+	idents []*ast.IdentifierNode        // every facts and env
+	based  map[*ast.IdentifierNode]bool // those read by name
+}
+
+func (v *visitor) fail(err error) {
+	if v.err == nil {
+		v.err = err
+	}
 }
 
 var cmpOps = map[string]bool{"<": true, "<=": true, ">": true, ">=": true, "==": true, "!=": true}
 
 func (v *visitor) Visit(n *ast.Node) {
 	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == "facts" || x.Value == "env" {
+			v.idents = append(v.idents, x)
+		}
 	case *ast.MemberNode:
 		id, ok := x.Node.(*ast.IdentifierNode)
 		if !ok || (id.Value != "facts" && id.Value != "env") {
@@ -185,21 +266,69 @@ func (v *visitor) Visit(n *ast.Node) {
 		}
 		prop, ok := x.Property.(*ast.StringNode)
 		if !ok {
-			v.err = errors.New(id.Value + " must be indexed by a name, as in " + id.Value + ".name")
+			v.fail(errors.New(id.Value + " must be indexed by a name, as in " + id.Value + ".name"))
 			return
 		}
+		v.based[id] = true
 		r := Ref{id.Value, prop.Value}
 		if !slices.Contains(v.refs, r) {
 			v.refs = append(v.refs, r)
 		}
 	case *ast.BinaryNode:
-		if cmpOps[x.Operator] {
+		switch {
+		case cmpOps[x.Operator]:
+			v.checkEnvNumber(x.Left, x.Right)
+			v.checkEnvNumber(x.Right, x.Left)
 			ast.Patch(n, &ast.CallNode{
 				Callee:    &ast.IdentifierNode{Value: cmpFunc},
 				Arguments: []ast.Node{&ast.StringNode{Value: x.Operator}, x.Left, x.Right},
 			})
+		case x.Operator == "in":
+			v.checkEnvNumber(x.Left, x.Right)
+			ast.Patch(n, &ast.CallNode{
+				Callee:    &ast.IdentifierNode{Value: inFunc},
+				Arguments: []ast.Node{x.Left, x.Right},
+			})
 		}
 	}
+}
+
+// checkEnvNumber refuses env.NAME compared with a number literal, or with
+// a list holding one, unless NAME is in NumericEnv: env.torch == 2.1 would
+// mean 2.1 the number, never the version 2.10.
+func (v *visitor) checkEnvNumber(side, other ast.Node) {
+	if c, ok := side.(*ast.ChainNode); ok {
+		side = c.Node
+	}
+	m, ok := side.(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	prop, pok := m.Property.(*ast.StringNode)
+	if !ok || !pok || id.Value != "env" || slices.Contains(NumericEnv, prop.Value) || !holdsNumber(other) {
+		return
+	}
+	v.fail(fmt.Errorf("env.%s is a version or text, not a number: quote the version, as in '2.10', not %s", prop.Value, other))
+}
+
+// holdsNumber reports whether n is a number literal, a range of numbers,
+// or a list literal holding a number literal.
+func holdsNumber(n ast.Node) bool {
+	switch x := n.(type) {
+	case *ast.IntegerNode, *ast.FloatNode:
+		return true
+	case *ast.ConstantNode:
+		_, ok := number(x.Value)
+		return ok
+	case *ast.UnaryNode:
+		return (x.Operator == "-" || x.Operator == "+") && holdsNumber(x.Node)
+	case *ast.BinaryNode:
+		return x.Operator == ".."
+	case *ast.ArrayNode:
+		return slices.ContainsFunc(x.Nodes, holdsNumber)
+	}
+	return false
 }
 
 // compareOp(op, a, b) compares by the values' kinds: numbers, versions
@@ -209,7 +338,9 @@ func compareOp(args ...any) (any, error) {
 	a, b := args[1], args[2]
 	c, err := compare(a, b)
 	if err != nil {
-		if op == "==" || op == "!=" { // unlike kinds are simply unequal
+		// Unlike kinds are simply unequal, except a version and a number:
+		// env.torch == 2.1 is a mistake, not a fact about the environment.
+		if (op == "==" || op == "!=") && !errors.As(err, new(versionNumberError)) {
 			return op == "!=", nil
 		}
 		return nil, err
@@ -229,6 +360,26 @@ func compareOp(args ...any) (any, error) {
 		return c != 0, nil
 	}
 	return nil, fmt.Errorf("unknown operator %q", op)
+}
+
+// inOp(x, list) holds when x equals an element of list, as compareOp's ==
+// has it: a version equals a version string by version (2.1.0+cu121 is
+// '2.1.0'), and a version against a number is an error, whichever element
+// it is.
+func inOp(args ...any) (any, error) {
+	x, list := args[0], reflect.ValueOf(args[1])
+	if list.Kind() != reflect.Slice && list.Kind() != reflect.Array {
+		return nil, fmt.Errorf("in needs a list, as in x in ['a', 'b'], not %v", args[1])
+	}
+	found := false
+	for i := range list.Len() {
+		c, err := compare(x, list.Index(i).Interface())
+		if errors.As(err, new(versionNumberError)) {
+			return nil, err
+		}
+		found = found || (err == nil && c == 0)
+	}
+	return found, nil
 }
 
 func compare(a, b any) (int, error) {
@@ -272,9 +423,20 @@ func compare(a, b any) (int, error) {
 func versionOf(x any) (facts.V, error) {
 	s, ok := x.(string)
 	if !ok {
+		if _, isNum := number(x); isNum {
+			return facts.V{}, versionNumberError{x}
+		}
 		return facts.V{}, fmt.Errorf("compare versions with a quoted version such as '2.10', not %v", x)
 	}
 	return facts.ParseVersion(s)
+}
+
+// versionNumberError is a version compared with a number: an error even
+// for == and !=.
+type versionNumberError struct{ n any }
+
+func (e versionNumberError) Error() string {
+	return fmt.Sprintf("compare versions with a quoted version such as '2.10', not %v", e.n)
 }
 
 func number(v any) (float64, bool) {

@@ -13,9 +13,9 @@ package diagnose
 import (
 	"bytes"
 	"io"
+	"regexp"
 	"regexp/syntax"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -56,7 +56,9 @@ type Diagnosis struct {
 	File             string                `json:"file,omitempty"`
 	FirstLine        int                   `json:"first_line"`
 	LastLine         int                   `json:"last_line"`
+	LastFile         string                `json:"last_file,omitempty"`
 	Files            []FileHits            `json:"files,omitempty"`
+	FilesOmitted     int                   `json:"files_omitted,omitempty"`
 	Ranks            []int                 `json:"ranks,omitempty"`
 	Evidence         []Evidence            `json:"evidence"`
 	Facts            map[string]facts.Fact `json:"facts"`
@@ -155,11 +157,14 @@ func (a key) less(b key) bool {
 }
 
 type group struct {
-	d     *Diagnosis
-	last  Evidence // the latest hit past the first MaxEvidence-1
-	full  string   // the whole first line, for out-of-memory arithmetic
-	ranks map[int]rankHit
-	files []FileHits
+	d        *Diagnosis
+	last     Evidence // the latest hit past the first MaxEvidence-1
+	full     string   // the whole first line, for out-of-memory arithmetic
+	ranks    map[int]rankHit
+	files    []FileHits
+	seenFile bool
+	lastFile int  // index of the input of the latest hit
+	counting bool // files[len-1] counts that input (false past maxFiles)
 }
 
 // rankHit is where a rank first showed a diagnosis.
@@ -185,10 +190,15 @@ type Collector struct {
 	ranks  *rankTracker
 	cur    []byte // the line being scanned, valid during Line and Add
 	curN   int
-	infoAt key      // the line whose rank and stamp are in rank and when
-	memCtx []string // recent allocator summary lines (BFC "Limit:", "InUse:")
-	rank   int
-	when   stamp
+	infoAt key // the line whose rank and stamp are in rank and when
+	// The BFC allocator's latest "Limit:" and "InUse:" summary lines, and
+	// the whole first line of each out-of-memory entry with them, captured
+	// when the hit arrives (the line buffer is gone by the time hits of a
+	// line are resolved).
+	bfcLimit, bfcInUse string
+	fulls              map[int]string
+	rank               int
+	when               stamp
 
 	pending []scan.Hit // hits of the current line
 	pkey    key
@@ -209,7 +219,7 @@ func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 // entries (scan.Scanner.Entries()).
 func NewCollector(entries []*kb.Entry) *Collector {
 	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{},
-		det: env.NewDetector(), ranks: newRankTracker()}
+		det: env.NewDetector(), ranks: newRankTracker(), fulls: map[int]string{}}
 	c.spec = make([]int, len(entries))
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
@@ -234,11 +244,8 @@ func (c *Collector) File(name string) {
 	c.file = name
 	c.stats.Files++
 	c.cur, c.curN = nil, 0
-	c.memCtx = c.memCtx[:0]
-	c.ranks.fileRank = -1
-	if r, ok := FileRank(name); ok {
-		c.ranks.fileRank = r
-	}
+	c.bfcLimit, c.bfcInUse = "", ""
+	c.ranks.newFile(name)
 }
 
 // Line shows the collector every line before its hits (the each function
@@ -247,23 +254,21 @@ func (c *Collector) Line(n int, text []byte) {
 	c.cur, c.curN = text, n
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
-	if isAllocatorSummary(text) {
-		if len(c.memCtx) == maxMemCtx {
-			c.memCtx = append(c.memCtx[:0], c.memCtx[1:]...)
+	if bytes.Contains(text, []byte("Limit:")) || bytes.Contains(text, []byte("InUse:")) {
+		if m := reBFCSummary.FindSubmatch(text); m != nil {
+			if string(m[1]) == "Limit" {
+				c.bfcLimit = string(m[0])
+			} else {
+				c.bfcInUse = string(m[0])
+			}
 		}
-		c.memCtx = append(c.memCtx, string(text[:min(len(text), 512)]))
 	}
 }
 
-// maxMemCtx bounds the allocator summary lines kept for an OOM message.
-const maxMemCtx = 8
-
-// isAllocatorSummary: the lines TensorFlow's and XLA's BFC allocator print
-// before an out-of-memory error, which give the limit and what was in use.
-func isAllocatorSummary(line []byte) bool {
-	return (bytes.Contains(line, []byte("Limit:")) || bytes.Contains(line, []byte("InUse:"))) &&
-		!bytes.Contains(line, []byte("MaxInUse:"))
-}
+// reBFCSummary is a line of the summary TensorFlow's and XLA's BFC
+// allocator print before an out-of-memory error: the name alone, then the
+// byte count ("Limit:                 10990990131").
+var reBFCSummary = regexp.MustCompile(`^\s*(Limit|InUse):\s+[0-9]{1,20}\s*$`)
 
 // AddStats adds what a scan read.
 func (c *Collector) AddStats(s scan.Stats) {
@@ -287,6 +292,19 @@ func (c *Collector) Add(h scan.Hit) {
 	}
 	c.pkey = k
 	c.pending = append(c.pending, h)
+	if c.memory[h.Entry] && c.groups[h.Entry] == nil && c.fulls[h.Entry] == "" {
+		full := h.Text
+		if c.curN == h.Line && c.cur != nil {
+			full = string(c.cur[:min(len(c.cur), maxMemoryLine)])
+		}
+		// The allocator's summary, printed before the error.
+		for _, l := range []string{c.bfcLimit, c.bfcInUse} {
+			if l != "" {
+				full = l + "\n" + full
+			}
+		}
+		c.fulls[h.Entry] = full
+	}
 }
 
 // flush resolves the hits of one line: where the matches of several
@@ -346,32 +364,30 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 		for name, v := range h.Captures {
 			d.Facts[name] = facts.Parse(name, v)
 		}
-		g = &group{d: d, ranks: map[int]rankHit{}}
-		if c.memory[h.Entry] {
-			g.full = h.Text
-			if c.curN == h.Line && c.cur != nil {
-				g.full = string(c.cur[:min(len(c.cur), maxMemoryLine)])
-			}
-			if len(c.memCtx) > 0 { // the allocator's summary, printed before
-				g.full = strings.Join(c.memCtx, "\n") + "\n" + g.full
-			}
-		}
+		g = &group{d: d, ranks: map[int]rankHit{}, full: c.fulls[h.Entry]}
 		c.groups[h.Entry] = g
 	}
 	g.d.Count++
 	g.d.LastLine = h.Line
+	g.d.LastFile = ""
+	if c.file != g.d.File {
+		g.d.LastFile = c.file
+	}
 	if c.rank >= 0 && len(g.ranks) < maxRanks {
 		if _, ok := g.ranks[c.rank]; !ok {
 			g.ranks[c.rank] = rankHit{c.pkey, c.when}
 		}
 	}
-	if n := len(g.files); n == 0 || g.files[n-1].File != c.file {
-		if n < maxFiles {
+	if !g.seenFile || g.lastFile != c.fileIdx { // the first hit in this input
+		g.seenFile, g.lastFile, g.counting = true, c.fileIdx, len(g.files) < maxFiles
+		if g.counting {
 			g.files = append(g.files, FileHits{File: c.file, FirstLine: h.Line})
+		} else {
+			g.d.FilesOmitted++
 		}
 	}
-	if n := len(g.files); n > 0 && g.files[n-1].File == c.file {
-		g.files[n-1].Count++
+	if g.counting {
+		g.files[len(g.files)-1].Count++
 	}
 	if len(g.d.Evidence) < MaxEvidence-1 {
 		g.d.Evidence = append(g.d.Evidence, ev)

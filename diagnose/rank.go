@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,7 +30,7 @@ var (
 	reTorchrunFailed = regexp.MustCompile(`failed \(exitcode: -?\d+\) local_rank: (\d{1,6}) \(pid: (\d+)\)`)
 	reTorchrunRank   = regexp.MustCompile(`^\s*(?:\[\w+\]:\s*)?rank\s*:\s*(\d{1,6}) \(local_rank: \d+\)`)
 	// A file named for its rank: rank3.log, rank_3.txt, worker-rank-03.log.
-	reFileRank = regexp.MustCompile(`(?i)rank[_-]?(\d{1,6})\b`)
+	reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_-]?(\d{1,6})(?:[^0-9]|$)`)
 )
 
 const rankHead = 200 // bytes of a line searched for a rank prefix
@@ -50,9 +51,10 @@ func ParseRank(line []byte) (rank int, ok bool) {
 	return n, err == nil
 }
 
-// FileRank returns the rank a file's name carries ("logs/rank3.log").
+// FileRank returns the rank a file's name carries ("logs/rank3.log"). Only
+// the base name counts: "runs/lora-rank-64/node0.log" names no rank.
 func FileRank(name string) (int, bool) {
-	m := reFileRank.FindStringSubmatch(name)
+	m := reFileRank.FindStringSubmatch(filepath.Base(filepath.ToSlash(name)))
 	if m == nil {
 		return 0, false
 	}
@@ -67,17 +69,33 @@ const maxRanks = 4096
 // rankTracker follows what a log says about ranks beyond prefixes: which
 // NCCL process is which rank, and which rank torchrun saw fail first.
 type rankTracker struct {
-	ncclPid      map[string]int // "host:pid" -> rank
-	pidRank      map[string]int // pid -> rank, from NCCL init lines
-	fileRank     int            // rank of the current file (-1 unknown)
-	inRootTable  bool
-	torchrunRoot int // rank under "Root Cause (first observed failure)", -1
+	ncclPid      map[string]ncclRank // "host:pid" -> rank
+	pidRank      map[string]ncclRank // pid -> rank, from NCCL init lines
+	fileRank     int                 // rank of the current file (-1 unknown)
+	globalRank   int                 // the one GLOBAL_RANK this input printed, -1 none, -2 several
+	inRootTable  int                 // lines left to find the rank under "Root Cause"
+	torchrunRoot int                 // rank under "Root Cause (first observed failure)", -1
 	torchrunPid  string
 	torchrunLR   int // local rank torchrun first reported failed, -1
 }
 
+// ncclRank is a process's rank in one communicator of nranks. A process
+// inits the world communicator and then sub-communicators (tensor,
+// pipeline, data parallel) where it has other ranks: the largest
+// communicator is the world, whose rank is the global one.
+type ncclRank struct{ rank, nranks int }
+
 func newRankTracker() *rankTracker {
-	return &rankTracker{ncclPid: map[string]int{}, pidRank: map[string]int{}, fileRank: -1, torchrunRoot: -1, torchrunLR: -1}
+	return &rankTracker{ncclPid: map[string]ncclRank{}, pidRank: map[string]ncclRank{}, fileRank: -1,
+		globalRank: -1, torchrunRoot: -1, torchrunLR: -1}
+}
+
+// newFile resets what belongs to one input.
+func (t *rankTracker) newFile(name string) {
+	t.fileRank, t.globalRank = -1, -1
+	if r, ok := FileRank(name); ok {
+		t.fileRank = r
+	}
 }
 
 // line reads the facts a line gives about ranks; cheap on other lines.
@@ -86,14 +104,35 @@ func (t *rankTracker) line(text []byte) {
 		if p := reNCCLPrefix.FindSubmatch(text); p != nil {
 			if m := reNCCLInit.FindSubmatch(text); m != nil {
 				r, _ := strconv.Atoi(string(m[1]))
-				t.ncclPid[string(p[1])+":"+string(p[2])] = r
-				t.pidRank[string(p[2])] = r
+				n, _ := strconv.Atoi(string(m[2]))
+				hp := string(p[1]) + ":" + string(p[2])
+				if old, ok := t.ncclPid[hp]; !ok || n > old.nranks {
+					t.ncclPid[hp] = ncclRank{r, n}
+				}
+				if old, ok := t.pidRank[string(p[2])]; !ok || n > old.nranks {
+					t.pidRank[string(p[2])] = ncclRank{r, n}
+				}
 			}
 		}
 	}
-	if bytes.Contains(text, []byte("GLOBAL_RANK: ")) && t.fileRank < 0 {
+	// One GLOBAL_RANK in an input names that input's rank; a merged log
+	// prints several, and then names none.
+	if bytes.Contains(text, []byte("GLOBAL_RANK: ")) && t.globalRank != -2 {
 		if m := reGlobalRank.FindSubmatch(text); m != nil {
-			t.fileRank, _ = strconv.Atoi(string(m[1]))
+			g, _ := strconv.Atoi(string(m[1]))
+			switch t.globalRank {
+			case -1:
+				t.globalRank = g
+				if t.fileRank < 0 {
+					t.fileRank = g
+				}
+			case g:
+			default:
+				if t.fileRank == t.globalRank {
+					t.fileRank = -1
+				}
+				t.globalRank = -2
+			}
 		}
 	}
 	if bytes.Contains(text, []byte("local_rank")) {
@@ -101,15 +140,18 @@ func (t *rankTracker) line(text []byte) {
 			t.torchrunLR, _ = strconv.Atoi(string(m[1]))
 			t.torchrunPid = string(m[2])
 		}
-		if t.inRootTable {
+		if t.inRootTable > 0 {
 			if m := reTorchrunRank.FindSubmatch(text); m != nil {
 				t.torchrunRoot, _ = strconv.Atoi(string(m[1]))
-				t.inRootTable = false
+				t.inRootTable = 0
 			}
 		}
 	}
+	if t.inRootTable > 0 {
+		t.inRootTable-- // the rank is in the table's first lines or not at all
+	}
 	if bytes.Contains(text, []byte("Root Cause (first observed failure)")) && t.torchrunRoot < 0 {
-		t.inRootTable = true
+		t.inRootTable = 8
 	}
 }
 
@@ -122,7 +164,7 @@ func (t *rankTracker) rankOf(text []byte) int {
 	if bytes.Contains(text[:min(len(text), rankHead)], []byte(" NCCL")) {
 		if p := reNCCLPrefix.FindSubmatch(text); p != nil {
 			if r, ok := t.ncclPid[string(p[1])+":"+string(p[2])]; ok {
-				return r
+				return r.rank
 			}
 		}
 	}
@@ -137,7 +179,7 @@ func (t *rankTracker) firstFailed() (int, string, string) {
 			"torchrun 的错误汇总把它列为最先观察到的失败"
 	}
 	if r, ok := t.pidRank[t.torchrunPid]; ok && t.torchrunPid != "" {
-		return r, "torchrun reported its process, pid " + t.torchrunPid + ", as the failed one",
+		return r.rank, "torchrun reported its process, pid " + t.torchrunPid + ", as the failed one",
 			"torchrun 报告失败的正是它的进程（pid " + t.torchrunPid + "）"
 	}
 	return -1, "", ""
@@ -153,21 +195,28 @@ type RankSummary struct {
 	OnlyWaited  []int  `json:"only_waited"`
 	Reason      string `json:"reason"`
 	ReasonZh    string `json:"reason_zh"`
+	Truncated   bool   `json:"truncated,omitempty"` // a diagnosis was seen on more than 4096 ranks; the rest are not listed
 }
 
 // rankSummary is nil when no diagnosed line named a rank and torchrun
 // named none.
 func (c *Collector) rankSummary(ds []*Diagnosis) *RankSummary {
-	seen := map[int]bool{}
+	seen, waited := map[int]bool{}, map[int]bool{}
 	failed := map[int]rankHit{}
+	truncated := false
 	for _, d := range ds {
 		g := c.groups[indexOf(c.entries, d.entry)]
+		truncated = truncated || len(g.ranks) >= maxRanks
 		for r, h := range g.ranks {
 			seen[r] = true
-			if d.Root && !d.entry.IsWarning() {
+			switch {
+			case d.entry.IsWarning():
+			case d.Root:
 				if old, ok := failed[r]; !ok || earlier(h, old) {
 					failed[r] = h
 				}
+			default:
+				waited[r] = true
 			}
 		}
 	}
@@ -175,13 +224,15 @@ func (c *Collector) rankSummary(ds []*Diagnosis) *RankSummary {
 	if len(seen) == 0 && tr < 0 {
 		return nil
 	}
-	s := &RankSummary{Seen: sortedKeys(seen), Failed: []int{}, OnlyWaited: []int{}}
+	s := &RankSummary{Seen: sortedKeys(seen), Failed: []int{}, OnlyWaited: []int{}, Truncated: truncated}
 	for r := range failed {
 		s.Failed = append(s.Failed, r)
 	}
 	slices.Sort(s.Failed)
-	for _, r := range s.Seen {
-		if _, ok := failed[r]; !ok {
+	// Only waited: printed what follows a failure (timeouts, teardown) and
+	// no root error, and is not the rank torchrun names.
+	for _, r := range sortedKeys(waited) {
+		if _, ok := failed[r]; !ok && r != tr {
 			s.OnlyWaited = append(s.OnlyWaited, r)
 		}
 	}

@@ -14,10 +14,16 @@ import (
 // installed versions. Status is:
 //   - "fixed_installed": the row's problem is fixed in a release at or
 //     below the installed one, so that cause is ruled out;
-//   - "upgrade": the installed release is older than the fix;
+//   - "not_affected": the installed release is older than the one that
+//     introduced the problem, so that cause is ruled out too;
+//   - "upgrade": the installed release is older than the fix (and not
+//     older than the release that introduced the problem);
 //   - "affected": the installed release is the affected one and the
 //     table names no fix;
-//   - "unknown": the component's installed version is not known.
+//   - "unknown": the installed version is not known, or the row cannot
+//     settle it: its fix or first affected release is not a version
+//     ("main", "2.x"), or no fix is recorded and the installed release is
+//     not the affected one. Text says which.
 type VersionNote struct {
 	Component string `json:"component"`
 	Affected  string `json:"affected"`
@@ -31,6 +37,7 @@ type VersionNote struct {
 // Version note statuses.
 const (
 	FixedInstalled = "fixed_installed"
+	NotAffected    = "not_affected"
 	Upgrade        = "upgrade"
 	Affected       = "affected"
 	VersionUnknown = "unknown"
@@ -57,10 +64,41 @@ func bare(s string) string {
 	return strings.TrimPrefix(strings.TrimSpace(s), "R")
 }
 
+// rowBound is a row's "introduced" or "removed" value: text is what the
+// row says with any component name stripped ("PyTorch 2.3.1" -> "2.3.1",
+// "R565" -> "565"); set when the row gives one; ok when it parses.
+type rowBound struct {
+	text string
+	v    facts.V
+	set  bool
+	ok   bool
+}
+
+// parseBound reads a row's "introduced" or "removed". A qualifier after
+// the version ("2.2 (nightly)") makes it unparseable, as do "main" and
+// "2.x": such a row cannot rule anything in or out.
+func parseBound(p *string) rowBound {
+	if p == nil || strings.TrimSpace(*p) == "" {
+		return rowBound{}
+	}
+	b := rowBound{text: bare(*p), set: true}
+	t := strings.TrimSpace(*p)
+	if m := reRow.FindStringSubmatchIndex(t); m != nil {
+		t = t[m[4]:] // from the version on, with what follows it
+	} else {
+		t = strings.TrimPrefix(t, "R")
+	}
+	if v, err := facts.ParseVersion(t); err == nil {
+		b.v, b.ok = v, true
+	}
+	return b
+}
+
 // versionNotes compares the rows marked "fixed" with the installed
 // versions. fixedForYou is true when the entry's only current rows are
-// fixes the installed versions already carry: then this diagnosis is
-// unlikely to be the cause, and ranks lower.
+// ones the installed versions rule out (fixed there, or not yet
+// introduced): then this diagnosis is unlikely to be the cause, and ranks
+// lower.
 func versionNotes(e *kb.Entry, environment env.Environment) (notes []VersionNote, fixedForYou bool) {
 	current, fixedHere := 0, 0
 	for _, row := range e.Versions {
@@ -74,46 +112,63 @@ func versionNotes(e *kb.Entry, environment env.Environment) (notes []VersionNote
 		if !ok {
 			continue
 		}
-		n := VersionNote{Component: comp, Affected: affected, Status: VersionUnknown}
-		if row.Removed != nil && *row.Removed != "" {
-			n.FixedIn = bare(*row.Removed)
-		}
+		intro, fix := parseBound(row.Introduced), parseBound(row.Removed)
+		n := VersionNote{Component: comp, Affected: affected, FixedIn: fix.text, Status: VersionUnknown}
 		inst, known := environment.Version(comp)
 		if known {
 			n.Installed = inst.String()
 		}
 		switch {
-		case known && n.FixedIn != "" && cmpVersion(inst, n.FixedIn) >= 0:
+		case !known:
+			n.Text, n.Zh = unknownInstalled(comp, affected, fix)
+		case fix.ok && facts.Compare(inst, fix.v) >= 0:
 			n.Status = FixedInstalled
-			fixedHere++
-			n.Text = fmt.Sprintf("%s %s fixed the %s %s problem; %s is installed, so that cause is ruled out.", comp, n.FixedIn, comp, affected, n.Installed)
-			n.Zh = fmt.Sprintf("%s %s 已修复 %s %s 的问题；已安装 %s，可排除这一原因。", comp, n.FixedIn, comp, affected, n.Installed)
-		case known && n.FixedIn != "":
+			n.Text = fmt.Sprintf("%s %s fixed the %s %s problem; %s is installed, so that cause is ruled out.", comp, fix.text, comp, affected, n.Installed)
+			n.Zh = fmt.Sprintf("%s %s 已修复 %s %s 的问题；已安装 %s，可排除这一原因。", comp, fix.text, comp, affected, n.Installed)
+		case intro.ok && facts.Compare(inst, intro.v) < 0:
+			n.Status = NotAffected
+			n.Text = fmt.Sprintf("Installed %s %s predates the %s %s problem (introduced in %s), so that cause is ruled out.", comp, n.Installed, comp, affected, intro.text)
+			n.Zh = fmt.Sprintf("已安装的 %s %s 早于 %s %s 的问题（始于 %s），可排除这一原因。", comp, n.Installed, comp, affected, intro.text)
+		case fix.set && !fix.ok:
+			n.Text = fmt.Sprintf("%s %s was affected; the fix is recorded as %q, not a release, so whether installed %s carries it is not known.", comp, affected, fix.text, n.Installed)
+			n.Zh = fmt.Sprintf("%s %s 受影响；修复记为 %q，不是发布版本，因此无法判断已安装的 %s 是否包含该修复。", comp, affected, fix.text, n.Installed)
+		case fix.ok && (!intro.set || intro.ok || sameRelease(inst, affected)):
 			n.Status = Upgrade
-			n.Text = fmt.Sprintf("Installed %s %s is older than the fix: upgrade to %s %s or newer.", comp, n.Installed, comp, n.FixedIn)
-			n.Zh = fmt.Sprintf("已安装的 %s %s 早于修复版本：请升级到 %s %s 或更新版本。", comp, n.Installed, comp, n.FixedIn)
-		case known && sameRelease(inst, affected):
+			n.Text = fmt.Sprintf("Installed %s %s is older than the fix: upgrade to %s %s or newer.", comp, n.Installed, comp, fix.text)
+			n.Zh = fmt.Sprintf("已安装的 %s %s 早于修复版本：请升级到 %s %s 或更新版本。", comp, n.Installed, comp, fix.text)
+		case !fix.set && sameRelease(inst, affected):
 			n.Status = Affected
 			n.Text = fmt.Sprintf("Installed %s %s is the affected release; a later release fixes it.", comp, n.Installed)
 			n.Zh = fmt.Sprintf("已安装的 %s %s 正是受影响的版本；之后的版本已修复。", comp, n.Installed)
-		case n.FixedIn != "":
-			n.Text = fmt.Sprintf("If you run %s %s or older than %s, upgrade to %s %s.", comp, affected, n.FixedIn, comp, n.FixedIn)
-			n.Zh = fmt.Sprintf("如果你使用的是 %s %s（早于 %s），请升级到 %s %s。", comp, affected, n.FixedIn, comp, n.FixedIn)
+		case intro.set && !intro.ok:
+			n.Text = fmt.Sprintf("%s %s was affected, but the release that introduced it is recorded as %q, not a version, so whether installed %s is affected is not known.", comp, affected, intro.text, n.Installed)
+			n.Zh = fmt.Sprintf("%s %s 受影响，但引入该问题的版本记为 %q，不是版本号，因此无法判断已安装的 %s 是否受影响。", comp, affected, intro.text, n.Installed)
 		default:
-			n.Text = fmt.Sprintf("%s %s is affected; the installed version is not known.", comp, affected)
-			n.Zh = fmt.Sprintf("%s %s 受影响；未知已安装的版本。", comp, affected)
+			n.Text = fmt.Sprintf("%s %s was affected; installed %s is a different release, and no fix release is recorded.", comp, affected, n.Installed)
+			n.Zh = fmt.Sprintf("%s %s 受影响；已安装的 %s 是另一个版本，且没有记录修复版本。", comp, affected, n.Installed)
+		}
+		if n.Status == FixedInstalled || n.Status == NotAffected {
+			fixedHere++
 		}
 		notes = append(notes, n)
 	}
 	return notes, fixedHere > 0 && fixedHere == current
 }
 
-func cmpVersion(v facts.V, s string) int {
-	w, err := facts.ParseVersion(s)
-	if err != nil {
-		return 0
+// unknownInstalled is the note for a component whose installed version is
+// not known. It names the affected release and the fix, and does not
+// claim that older releases are affected.
+func unknownInstalled(comp, affected string, fix rowBound) (text, zh string) {
+	switch {
+	case fix.ok:
+		return fmt.Sprintf("%s %s is affected and %s fixes it; the installed version is not known.", comp, affected, fix.text),
+			fmt.Sprintf("%s %s 受影响，%s 已修复；未知已安装的版本。", comp, affected, fix.text)
+	case fix.set:
+		return fmt.Sprintf("%s %s is affected; the fix is recorded as %q, and the installed version is not known.", comp, affected, fix.text),
+			fmt.Sprintf("%s %s 受影响；修复记为 %q；未知已安装的版本。", comp, affected, fix.text)
 	}
-	return facts.Compare(v, w)
+	return fmt.Sprintf("%s %s is affected; the installed version is not known.", comp, affected),
+		fmt.Sprintf("%s %s 受影响；未知已安装的版本。", comp, affected)
 }
 
 // sameRelease: "1.8.0+cu111" is release "1.8.0" and also "1.8"; "1.x"

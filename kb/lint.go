@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpudx/gpudx/facts"
 )
 
 // Problem is one defect found by Lint, printed as "path: field: message".
@@ -43,6 +45,25 @@ var (
 	Resolvables       = []string{"true", "partial", "false"}
 	VersionStatuses   = []string{"active", "fixed", "deprecated", "removed"}
 )
+
+// rowVersionRE finds the version after a leading component name in a
+// version row's bound: "PyTorch 2.3.1", "NVIDIA driver R570", "CUDA 4.0".
+var rowVersionRE = regexp.MustCompile(`^.*?\s+[Rv]?([0-9].*)$`)
+
+// isRowVersion reports whether a version row's "introduced" or "removed"
+// is one release, with or without a leading component name: "2.3.1",
+// "PyTorch 2.3.1", "R565". Whatever follows the version must be part of
+// it, so "2.2 (nightly)" is not one.
+func isRowVersion(s string) bool {
+	t := strings.TrimSpace(s)
+	if m := rowVersionRE.FindStringSubmatch(t); m != nil {
+		t = m[1]
+	} else {
+		t = strings.TrimPrefix(t, "R")
+	}
+	_, err := facts.ParseVersion(t)
+	return err == nil
+}
 
 var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*$`)
 
@@ -377,6 +398,19 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 			add(f+".version", "empty")
 		}
 		checkEnum(f+".status", v.Status, VersionStatuses, add)
+		if v.Status == "fixed" {
+			// gpudx compares the installed version with these; one that
+			// does not parse ("main", "2.x", "2.2 (nightly)") rules
+			// nothing in or out.
+			for _, b := range []struct {
+				name string
+				s    *string
+			}{{"introduced", v.Introduced}, {"removed", v.Removed}} {
+				if b.s != nil && strings.TrimSpace(*b.s) != "" && !isRowVersion(*b.s) {
+					add(f+"."+b.name, fmt.Sprintf("%q is not a version (want a release such as \"2.3.1\" or \"PyTorch 2.3.1\")", *b.s))
+				}
+			}
+		}
 	}
 	for i, d := range e.DeadEnds {
 		f := fmt.Sprintf("dead_ends[%d]", i)

@@ -69,6 +69,10 @@ func TestLintRules(t *testing.T) {
 			`no-sources.json: workarounds[0].sources: "docs.nvidia.com" is not an http(s) URL`}},
 		{"overlap", true, []string{`overlap.json: regex: also matches cuda/valid's examples.match[0]; name each other in frequently_confused_with or narrow the regex`}},
 		{"overlap-declared", true, nil},
+		{"bad-version-bound", false, []string{
+			`bad-version-bound.json: versions[0].removed: "2.2 (nightly)" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`,
+			`bad-version-bound.json: versions[1].introduced: "2.x" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`,
+			`bad-version-bound.json: versions[1].removed: "main" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`}},
 		{"not-json", false, []string{`not-json.json: not a JSON object: line 1: unexpected end of JSON input`}},
 	}
 	for _, tt := range tests {

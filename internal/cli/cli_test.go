@@ -356,7 +356,7 @@ func TestDiagnoseReasons(t *testing.T) {
 	if d.Work[0].Status != "holds" {
 		t.Errorf("first workaround %+v", d.Work[0])
 	}
-	if len(d.Why) == 0 || d.Why[0] != "root: nothing else found leads to it" {
+	if len(d.Why) == 0 || d.Why[0] != "root: nothing found before it leads to it" {
 		t.Errorf("why %q", d.Why)
 	}
 }
@@ -376,7 +376,7 @@ func TestExplainAndEnvCommand(t *testing.T) {
 		}
 	}
 	r = run(t, "", nil, "env", "--file", "testdata/missing.txt")
-	if r.code != 2 || !strings.Contains(r.err, "--env testdata/missing.txt") {
+	if r.code != 2 || !strings.Contains(r.err, "--file testdata/missing.txt") {
 		t.Errorf("missing --file: exit %d, %q", r.code, r.err)
 	}
 	r = run(t, "", nil, "diagnose", "--env", "testdata/missing.txt", "../../examples/ddp-oom.log")
@@ -389,7 +389,7 @@ func TestExplainAndEnvCommand(t *testing.T) {
 	}
 	for _, bad := range []string{bin, t.TempDir()} {
 		r = run(t, "", nil, "env", "--file", bad)
-		if r.code != 2 || !strings.Contains(r.err, "--env "+bad+": ") {
+		if r.code != 2 || !strings.Contains(r.err, "--file "+bad+": ") {
 			t.Errorf("env --file %s: exit %d, %q", bad, r.code, r.err)
 		}
 	}

@@ -109,7 +109,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
 	}
 	col := diagnose.NewCollector(sc.Entries())
-	given, err := readEnvFiles(o.envFiles)
+	given, err := readEnvFiles("--env", o.envFiles)
 	if err != nil {
 		return err
 	}

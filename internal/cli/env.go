@@ -22,17 +22,17 @@ const maxEnvFile = 64 << 20
 
 // readEnvFiles parses every --env file into one environment; the first
 // file that knows a value wins.
-func readEnvFiles(paths []string) (env.Environment, error) {
+func readEnvFiles(flag string, paths []string) (env.Environment, error) {
 	var out env.Environment
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return out, usageErr("--env %s: %v", p, unwrapPath(err))
+			return out, usageErr("%s %s: %v", flag, p, unwrapPath(err))
 		}
 		e, err := parseEnvFile(f, p)
 		f.Close()
 		if err != nil {
-			return out, usageErr("--env %s: %v", p, err)
+			return out, usageErr("%s %s: %v", flag, p, err)
 		}
 		out.Merge(e)
 	}
@@ -99,7 +99,7 @@ With --file, the same is read from captured output of those tools, as
 			var e env.Environment
 			if len(files) > 0 {
 				var err error
-				if e, err = readEnvFiles(files); err != nil {
+				if e, err = readEnvFiles("--file", files); err != nil {
 					return err
 				}
 			} else {

@@ -54,10 +54,17 @@ func ranksLine(r *diagnose.RankSummary, o Options, L map[string]string) string {
 	return reason
 }
 
+// maxListed bounds the ranks printed in one list; JSON has them all.
+const maxListed = 16
+
 func intList(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
+	n := min(len(xs), maxListed)
+	parts := make([]string, n, n+1)
+	for i, x := range xs[:n] {
 		parts[i] = strconv.Itoa(x)
+	}
+	if len(xs) > n {
+		parts = append(parts, fmt.Sprintf("… (+%d)", len(xs)-n))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -73,20 +80,24 @@ func memoryLines(d *diagnose.Diagnosis, o Options, L map[string]string) (head st
 	if o.Lang == "zh" && m.ReasonZh != "" {
 		reason = m.ReasonZh
 	}
-	head = fmt.Sprintf("%s: %s — %s", L["memory"], strings.ReplaceAll(string(m.Verdict), "_", " "), reason)
+	verdict := L["v_"+string(m.Verdict)]
+	if verdict == "" {
+		verdict = strings.ReplaceAll(string(m.Verdict), "_", " ")
+	}
+	head = fmt.Sprintf("%s: %s — %s", L["memory"], verdict, reason)
 	var fs []string
 	add := func(name string, v int64) {
 		if v >= 0 {
-			fs = append(fs, name+" "+facts.FormatBytes(float64(v)))
+			fs = append(fs, L[name]+" "+facts.FormatBytes(float64(v)))
 		}
 	}
-	add("requested", m.Requested)
-	add("capacity", m.Capacity)
-	add("free", m.Free)
-	add("allocated", m.Allocated)
-	add("reserved", m.Reserved)
-	add("reserved-unallocated", m.ReservedUnallocated)
-	add("other processes", m.OtherProcesses)
+	add("m_requested", m.Requested)
+	add("m_capacity", m.Capacity)
+	add("m_free", m.Free)
+	add("m_allocated", m.Allocated)
+	add("m_reserved", m.Reserved)
+	add("m_unalloc", m.ReservedUnallocated)
+	add("m_others", m.OtherProcesses)
 	figures = strings.Join(fs, " · ")
 	for _, a := range m.Advice {
 		t := a.Text
@@ -123,6 +134,9 @@ func condLine(cond string, a diagnose.Applicability, L map[string]string) string
 		s += " — " + L["fails_cond"]
 	case "unknown":
 		// The reason already says what is not known.
+		if r, ok := strings.CutPrefix(a.Reason, "not known: "); ok {
+			return s + " — " + L["unknown"] + ": " + r
+		}
 		if a.Reason != "" {
 			return s + " — " + a.Reason
 		}
