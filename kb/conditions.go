@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/condition"
+	"github.com/gpudx/gpudx/facts"
 )
 
 // EnvNames are the names a condition may read from env: what package env
@@ -53,6 +54,17 @@ func checkConditions(e *Entry, re *regexp.Regexp, add func(field, msg string)) {
 			add(field, "not an expression over facts and env: "+err.Error())
 			return
 		}
+		// Evaluate it on the facts of each example: a type mismatch (a
+		// version fact compared with a number) shows only at run time.
+		if re != nil {
+			for _, ex := range e.Examples.Match {
+				fs := exampleFacts(re, ex)
+				if r := p.Eval(fs, nil); strings.HasPrefix(r.Reason, "cannot evaluate") {
+					add(field, fmt.Sprintf("on example %s: %s", quoteShort(ex), r.Reason))
+					break
+				}
+			}
+		}
 		for _, r := range p.Refs() {
 			switch {
 			case r.Var == "env" && !slices.Contains(EnvNames, r.Name):
@@ -69,4 +81,23 @@ func checkConditions(e *Entry, re *regexp.Regexp, add func(field, msg string)) {
 	for i, w := range e.Workarounds {
 		check(fmt.Sprintf("workarounds[%d].condition", i), w.Condition)
 	}
+}
+
+// exampleFacts returns the typed facts the regex reads from an example, as
+// the diagnosis would (the first matching line).
+func exampleFacts(re *regexp.Regexp, example string) map[string]any {
+	out := map[string]any{}
+	for _, line := range strings.Split(example, "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		for i, name := range re.SubexpNames() {
+			if name != "" && i < len(m) && m[i] != "" {
+				out[name] = facts.Parse(name, m[i])
+			}
+		}
+		break
+	}
+	return out
 }

@@ -59,6 +59,8 @@ func TestLintRules(t *testing.T) {
 			`bad-condition.json: dead_ends[0].condition: not an expression over facts and env: condition "module parameters shown on cpu": unexpected token Identifier("parameters") at column 8`,
 			`bad-condition.json: workarounds[0].condition: facts.nope is not a named group of the regex`,
 			`bad-condition.json: workarounds[0].condition: env.gpu_name is not provided (known: torch, torch_cuda, cuda, driver_cuda, driver, cudnn, nccl, python, jax, jaxlib, tensorflow, triton, os, gpu, gpu_memory, gpus)`}},
+		{"bad-condition-type", false, []string{
+			`bad-condition-type.json: workarounds[0].condition: on example "RuntimeError: driver version 470.82.01 is too old": cannot evaluate: compare versions with a quoted version such as '2.10', not 500`}},
 		{"zh-length", false, []string{`zh-length.json: workarounds_zh: 0 items for 1 workarounds`, `zh-length.json: dead_ends_zh: 2 items for 1 dead ends`}},
 		{"empty-action", false, []string{
 			`empty-action.json: dead_ends[0].action: empty: say what people try`,
