@@ -66,6 +66,7 @@ type Diagnosis struct {
 	VersionNotes     []VersionNote         `json:"version_notes,omitempty"`
 	FixedInInstalled bool                  `json:"fixed_in_installed,omitempty"`
 	Why              []string              `json:"why"`
+	WhyZh            []string              `json:"why_zh"`
 	Subsumes         []string              `json:"subsumes,omitempty"`
 	RootCause        string                `json:"root_cause"`
 	RootCauseZh      string                `json:"root_cause_zh,omitempty"`
@@ -487,7 +488,7 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
 		VerificationTier: e.VerificationTier, Confidence: e.Confidence,
 		FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
-		OfficialDocURL: e.OfficialDocURL, Evidence: []Evidence{}, Why: []string{}, entry: e,
+		OfficialDocURL: e.OfficialDocURL, Evidence: []Evidence{}, Why: []string{}, WhyZh: []string{}, entry: e,
 	}
 	if d.Versions == nil {
 		d.Versions = []kb.Version{}

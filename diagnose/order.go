@@ -12,8 +12,13 @@ import (
 // says so, from one side or the other.
 type edge struct {
 	from *Diagnosis
-	rule string
+	rule said
 }
+
+// said is a reason in English and Chinese.
+type said struct{ en, zh string }
+
+func (s said) empty() bool { return s.en == "" }
 
 // order sorts diagnoses root first. A diagnosis the transition graph says
 // is caused by another present one comes after it. Among the diagnoses
@@ -41,10 +46,10 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 		}
 	}
 	byStamp = byStamp && len(files) > 1
-	cmpr := func(a, b *Diagnosis) (int, string) { return rank(a, b, byStamp) }
+	cmpr := func(a, b *Diagnosis) (int, said) { return rank(a, b, byStamp) }
 	slices.SortFunc(ds, func(a, b *Diagnosis) int { c, _ := cmpr(a, b); return c })
 	preds := map[*Diagnosis][]edge{}
-	link := func(from, to *Diagnosis, rule string) {
+	link := func(from, to *Diagnosis, rule said) {
 		if from == nil || to == nil || from == to || slices.ContainsFunc(preds[to], func(e edge) bool { return e.from == from }) {
 			return
 		}
@@ -52,10 +57,12 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 	}
 	for _, d := range ds {
 		for _, id := range d.entry.TransitionGraph.LeadsTo {
-			link(d, idx[id], "the knowledge base says "+d.ID+" leads to "+id)
+			link(d, idx[id], said{"the knowledge base says " + d.ID + " leads to " + id,
+				"知识库记载 " + d.ID + " 会引发 " + id})
 		}
 		for _, id := range d.entry.TransitionGraph.PrecededBy {
-			link(idx[id], d, "the knowledge base says "+d.ID+" is preceded by "+id)
+			link(idx[id], d, said{"the knowledge base says " + d.ID + " is preceded by " + id,
+				"知识库记载 " + d.ID + " 之前通常先出现 " + id})
 		}
 	}
 	placed := map[*Diagnosis]bool{}
@@ -76,11 +83,11 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 			}
 		}
 		next := ready[0] // ds is sorted by the rules, so ready is too
-		var why []string
+		var why []said
 		causes := []string{}
 		for _, e := range preds[next] {
 			if placed[e.from] {
-				why = append(why, "after "+e.from.ID+": "+e.rule)
+				why = append(why, said{"after " + e.from.ID + ": " + e.rule.en, "排在 " + e.from.ID + " 之后：" + e.rule.zh})
 				causes = append(causes, e.from.ID)
 			}
 		}
@@ -91,12 +98,14 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 					in = append(in, e.from.ID)
 				}
 			}
-			why = append(why, "the transition graph has a cycle ("+next.ID+" and "+strings.Join(in, ", ")+
-				" lead to each other); it is broken here, at the one the rules below put first")
+			ids := next.ID + " and " + strings.Join(in, ", ")
+			why = append(why, said{"the transition graph has a cycle (" + ids +
+				" lead to each other); it is broken here, at the one the rules below put first",
+				"转移图中有环（" + next.ID + " 与 " + strings.Join(in, ", ") + " 互相引发），在按下列规则排第一的这一项处断开"})
 		}
 		if len(ready) > 1 {
-			if _, rule := cmpr(next, ready[1]); rule != "" {
-				why = append(why, "before "+ready[1].ID+": "+rule)
+			if _, rule := cmpr(next, ready[1]); !rule.empty() {
+				why = append(why, said{"before " + ready[1].ID + ": " + rule.en, "排在 " + ready[1].ID + " 之前：" + rule.zh})
 			}
 		}
 		slices.Sort(causes)
@@ -106,12 +115,16 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 		}
 		next.Root = len(causes) == 0
 		if next.Root {
-			why = append([]string{"root: nothing found before it leads to it"}, why...)
+			why = append([]said{{"root: nothing found before it leads to it", "根因：之前发现的错误都不会引发它"}}, why...)
 		}
 		if next.FixedInInstalled {
-			why = append(why, "its known causes are ruled out by the installed versions ("+fixedList(next)+")")
+			why = append(why, said{"its known causes are ruled out by the installed versions (" + fixedList(next) + ")",
+				"已安装的版本排除了它的已知原因（" + fixedList(next) + "）"})
 		}
-		next.Why = append(next.Why, why...)
+		for _, w := range why {
+			next.Why = append(next.Why, w.en)
+			next.WhyZh = append(next.WhyZh, w.zh)
+		}
 		placed[next] = true
 		out = append(out, next)
 	}
@@ -120,33 +133,37 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 
 // rank compares two diagnoses by the ordering rules and says which rule
 // decided, worded for a that comes first (c < 0).
-func rank(a, b *Diagnosis, byStamp bool) (int, string) {
+func rank(a, b *Diagnosis, byStamp bool) (int, said) {
 	if wa, wb := a.entry.IsWarning(), b.entry.IsWarning(); wa != wb {
 		if wb {
-			return -1, "an error comes before a warning (" + b.ID + " is printed by healthy runs too)"
+			return -1, said{"an error comes before a warning (" + b.ID + " is printed by healthy runs too)",
+				"错误排在警告之前（正常运行也会打印 " + b.ID + "）"}
 		}
-		return 1, ""
+		return 1, said{}
 	}
 	if a.FixedInInstalled != b.FixedInInstalled {
 		if b.FixedInInstalled {
-			return -1, b.ID + "'s known causes are ruled out by the installed versions"
+			return -1, said{b.ID + "'s known causes are ruled out by the installed versions",
+				"已安装的版本排除了 " + b.ID + " 的已知原因"}
 		}
-		return 1, ""
+		return 1, said{}
 	}
 	if byStamp && a.when.ns != b.when.ns {
-		return cmp.Compare(a.when.ns, b.when.ns), "seen earlier by the timestamps of their first lines (" +
-			at(a) + " before " + at(b) + ")"
+		return cmp.Compare(a.when.ns, b.when.ns), said{"seen earlier by the timestamps of their first lines (" +
+			at(a) + " before " + at(b) + ")", "按首次出现行的时间戳更早（" + at(a) + " 早于 " + at(b) + "）"}
 	}
 	if a.order != b.order {
 		if a.order.less(b.order) {
 			if a.order.file != b.order.file {
-				return -1, "seen earlier in the input (" + at(a) + "; " + b.ID + " first at " + at(b) + ", a later input)"
+				return -1, said{"seen earlier in the input (" + at(a) + "; " + b.ID + " first at " + at(b) + ", a later input)",
+					"在输入中更早出现（" + at(a) + "；" + b.ID + " 首次出现在后面的输入 " + at(b) + "）"}
 			}
-			return -1, "seen first (" + at(a) + "; " + b.ID + " at " + at(b) + ")"
+			return -1, said{"seen first (" + at(a) + "; " + b.ID + " at " + at(b) + ")",
+				"先出现（" + at(a) + "；" + b.ID + " 在 " + at(b) + "）"}
 		}
-		return 1, ""
+		return 1, said{}
 	}
-	return cmp.Compare(a.ID, b.ID), "same line; ordered by id"
+	return cmp.Compare(a.ID, b.ID), said{"same line; ordered by id", "同一行；按 id 排序"}
 }
 func at(d *Diagnosis) string {
 	s := "line " + strconv.Itoa(d.FirstLine)

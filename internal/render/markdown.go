@@ -109,7 +109,7 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 		fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence))
 		if o.Explain && len(d.Why) > 0 {
 			fmt.Fprintf(&b, "\n**%s:**\n", L["whyhere"])
-			for _, w := range d.Why {
+			for _, w := range why(d, o) {
 				fmt.Fprintf(&b, "- %s\n", mdEscape(w))
 			}
 		}

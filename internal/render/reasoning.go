@@ -147,3 +147,11 @@ func condLine(cond string, a diagnose.Applicability, L map[string]string) string
 	}
 	return s
 }
+
+// why is the ranking explanation in the output's language.
+func why(d *diagnose.Diagnosis, o Options) []string {
+	if o.Lang == "zh" && len(d.WhyZh) == len(d.Why) {
+		return d.WhyZh
+	}
+	return d.Why
+}

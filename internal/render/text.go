@@ -55,7 +55,7 @@ func Text(w io.Writer, r *diagnose.Report, o Options) error {
 		}
 		if o.Explain && len(d.Why) > 0 {
 			fmt.Fprintf(&b, "  %s:\n", p.bold(L["whyhere"]))
-			for _, w := range d.Why {
+			for _, w := range why(d, o) {
 				fmt.Fprintf(&b, "    - %s\n", w)
 			}
 		}
