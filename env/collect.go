@@ -190,9 +190,9 @@ func collectPython(ctx context.Context) Environment {
 				setField(&e, k, v, src)
 			}
 		case "cudnn":
-			setField(&e, k, cudnnFromInt(v), src)
+			setField(&e, k, versionFromCode(v), src)
 		case "nccl":
-			setField(&e, k, ncclFromTorch(v), src)
+			setField(&e, k, versionFromCode(v), src)
 		}
 	}
 	fillFromPackages(&e) // torch_cuda from a "+cu121" label if torch.version.cuda failed

@@ -299,12 +299,12 @@ var versionRules = []lineRule{
 	{tok: []byte("CUDA runtime version:"), re: cudaRuntimeRE, field: "cuda"},
 	{tok: []byte("river version:"), re: nvDriverRE, field: "driver"},
 	{tok: []byte("NCCL version"), re: ncclRE, field: "nccl"},
-	{tok: []byte("nccl.version()"), re: ncclTorchRE, field: "nccl", conv: ncclFromTorch},
-	{tok: []byte("cudnn.version()"), re: cudnnTorchRE, field: "cudnn", conv: cudnnFromInt},
+	{tok: []byte("nccl.version()"), re: ncclTorchRE, field: "nccl", conv: versionFromCode},
+	{tok: []byte("cudnn.version()"), re: cudnnTorchRE, field: "cudnn", conv: versionFromCode},
 	{tok: []byte("torch.version.cuda"), re: torchCUDARE, field: "torch_cuda"},
 	{tok: []byte("too old (found version"), re: driverOldRE, field: "driver_cuda", conv: cudaFromInt},
 	{tok: []byte("driver's CUDA version"), re: jaxDriverRE, field: "driver_cuda"},
-	{tok: []byte("Loaded cuDNN version"), re: loadedCuDNNRE, field: "cudnn", conv: cudnnFromInt},
+	{tok: []byte("Loaded cuDNN version"), re: loadedCuDNNRE, field: "cudnn", conv: versionFromCode},
 }
 
 // Line examines one line; where ("train.log:12") is recorded as the
@@ -489,7 +489,7 @@ func (d *Detector) versionLine(line []byte, where string) {
 	d.applyRules(versionRules, line, s, where)
 	if bytes.Contains(line, []byte("cuDNN version")) {
 		if m := cudnnMismatchRE.FindSubmatch(line); m != nil {
-			d.set("cudnn", cudnnFromTorch(string(m[1])), where)
+			d.set("cudnn", versionFromCode(string(m[1])), where)
 		} else if m := cudnnKeyRE.FindSubmatch(s); m != nil {
 			d.collectCuDNN(m[1], where)
 		}
@@ -524,13 +524,13 @@ func (d *Detector) keyed(line []byte, where string) {
 		if dotted {
 			d.set("cudnn", v, where)
 		} else {
-			d.set("cudnn", cudnnFromInt(v), where)
+			d.set("cudnn", versionFromCode(v), where)
 		}
 	case "nccl":
 		if dotted {
 			d.set("nccl", firstParts(v, 3), where)
 		} else {
-			d.set("nccl", ncclFromTorch(v), where)
+			d.set("nccl", versionFromCode(v), where)
 		}
 	case "tf", "tensorflow":
 		if dotted {
@@ -557,7 +557,7 @@ func (d *Detector) collectCuDNN(val []byte, where string) {
 			if m[1] != "" {
 				d.set("cudnn", m[1], where)
 			} else {
-				d.set("cudnn", cudnnFromInt(m[2]), where)
+				d.set("cudnn", versionFromCode(m[2]), where)
 			}
 		}
 	}
@@ -959,30 +959,12 @@ func stripPrefix(line []byte) []byte {
 	return s
 }
 
-// cudnnFromInt decodes cuDNN's version number: 8902 is 8.9.2 (major*1000
-// before 9), 90100 is 9.1.0 (major*10000 from 9 on).
-func cudnnFromInt(s string) string {
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return ""
-	}
-	if n >= 10000 {
-		return strconv.Itoa(n/10000) + "." + strconv.Itoa(n%10000/100) + "." + strconv.Itoa(n%100)
-	}
-	return strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/100) + "." + strconv.Itoa(n%100)
-}
-
-// cudnnFromTorch reads "(8, 5, 0)" or a number like 7005.
-func cudnnFromTorch(s string) string {
-	if strings.HasPrefix(s, "(") {
-		return tupleVersion(s)
-	}
-	return cudnnFromInt(s)
-}
-
-// ncclFromTorch reads torch.cuda.nccl.version(): a tuple "(2, 18, 1)" or
-// NCCL's code, 21801 (major*10000 from 2.9 on) or 2708 (major*1000 before).
-func ncclFromTorch(s string) string {
+// versionFromCode reads the version codes cuDNN and NCCL print and
+// torch returns: a tuple "(2, 18, 1)", or a number that is
+// major*1000+minor*100+patch before cuDNN 9 and NCCL 2.9 (8902 is 8.9.2,
+// 2708 is 2.7.8) and major*10000+minor*100+patch since (90100 is 9.1.0,
+// 21801 is 2.18.1).
+func versionFromCode(s string) string {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "(") {
 		return tupleVersion(s)
@@ -991,10 +973,11 @@ func ncclFromTorch(s string) string {
 	if err != nil || n <= 0 {
 		return ""
 	}
+	major, rest := n/1000, n%1000
 	if n >= 10000 {
-		return strconv.Itoa(n/10000) + "." + strconv.Itoa(n%10000/100) + "." + strconv.Itoa(n%100)
+		major, rest = n/10000, n%10000
 	}
-	return strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/100) + "." + strconv.Itoa(n%100)
+	return strconv.Itoa(major) + "." + strconv.Itoa(rest/100) + "." + strconv.Itoa(n%100)
 }
 
 // tupleVersion turns "(2, 18, 1)" into "2.18.1".
