@@ -3,11 +3,9 @@ package diagnose
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/gpudx/gpudx/condition"
-	"github.com/gpudx/gpudx/env"
 )
 
 // programs caches compiled conditions by their text: a knowledge base
@@ -49,12 +47,12 @@ func evaluate(src string, fs, ev map[string]any) Applicability {
 // them: items that apply first; among those, an item whose condition is
 // known to hold here first (the figures point at it), then by rate (most
 // likely to waste time, most likely to work).
-func applyConditions(d *Diagnosis, e env.Environment) {
+// ev is the environment as condition values (env.Environment.Values).
+func applyConditions(d *Diagnosis, ev map[string]any) {
 	fs := make(map[string]any, len(d.Facts))
 	for k, v := range d.Facts {
 		fs[k] = v
 	}
-	ev := e.Values()
 	for i := range d.DeadEnds {
 		d.DeadEnds[i].Applicability = evaluate(d.DeadEnds[i].Condition, fs, ev)
 	}
@@ -85,5 +83,3 @@ func byApplicability(a, b Applicability, ra, rb float64) int {
 	}
 	return cmp.Compare(rb, ra)
 }
-
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }

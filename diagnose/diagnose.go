@@ -81,9 +81,10 @@ type Diagnosis struct {
 	Resolvable       string                `json:"resolvable"`
 	OfficialDocURL   string                `json:"official_doc_url,omitempty"`
 
-	entry *kb.Entry
-	order key
-	when  stamp
+	entry    *kb.Entry
+	entryIdx int // the entry's index in the collector, which keys its group
+	order    key
+	when     stamp
 }
 
 // Entry returns the knowledge-base entry behind the diagnosis.
@@ -361,7 +362,7 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 	g := c.groups[h.Entry]
 	if g == nil {
 		d := newDiagnosis(c.entries[h.Entry])
-		d.File, d.FirstLine, d.order, d.when = c.file, h.Line, c.pkey, c.when
+		d.File, d.FirstLine, d.order, d.when, d.entryIdx = c.file, h.Line, c.pkey, c.when, h.Entry
 		for name, v := range h.Captures {
 			d.Facts[name] = facts.Parse(name, v)
 		}
@@ -433,9 +434,9 @@ func (c *Collector) Report() *Report {
 	}
 	environment := c.det.Env()
 	environment.Merge(c.given)
+	values := environment.Values()
 	for _, d := range ds {
-		g := c.groups[indexOf(c.entries, d.entry)]
-		c.reason(d, g, environment)
+		c.reason(d, c.groups[d.entryIdx], environment, values)
 	}
 	order(ds, idx)
 	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
@@ -443,18 +444,10 @@ func (c *Collector) Report() *Report {
 	return rep
 }
 
-func indexOf(entries []*kb.Entry, e *kb.Entry) int {
-	for i, x := range entries {
-		if x == e {
-			return i
-		}
-	}
-	return -1
-}
-
 // reason fills what a diagnosis concludes from its own hits and the
 // environment: files and ranks, memory arithmetic, conditions, versions.
-func (c *Collector) reason(d *Diagnosis, g *group, environment env.Environment) {
+// values is environment.Values(), computed once per report.
+func (c *Collector) reason(d *Diagnosis, g *group, environment env.Environment, values map[string]any) {
 	if c.stats.Files > 1 {
 		d.Files = g.files
 	}
@@ -467,16 +460,12 @@ func (c *Collector) reason(d *Diagnosis, g *group, environment env.Environment) 
 		if d.Memory != nil {
 			for name, v := range d.Memory.Facts() {
 				if _, ok := d.Facts[name]; !ok {
-					if name == "gpu" {
-						d.Facts[name] = facts.Fact{Type: facts.Int, Text: itoa(v), Num: float64(v)}
-					} else {
-						d.Facts[name] = facts.Fact{Type: facts.Size, Text: facts.FormatBytes(float64(v)), Num: float64(v)}
-					}
+					d.Facts[name] = facts.FromNumber(name, float64(v))
 				}
 			}
 		}
 	}
-	applyConditions(d, environment)
+	applyConditions(d, values)
 	d.VersionNotes, d.FixedInInstalled = versionNotes(d.entry, environment)
 }
 

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,7 +28,7 @@ var (
 	// torchrun: "failed (exitcode: 1) local_rank: 2 (pid: 139832) of binary"
 	// and the error table under "Root Cause (first observed failure):"
 	// with "rank : 3 (local_rank: 3)".
-	reTorchrunFailed = regexp.MustCompile(`failed \(exitcode: -?\d+\) local_rank: (\d{1,6}) \(pid: (\d+)\)`)
+	reTorchrunFailed = regexp.MustCompile(`failed \(exitcode: -?\d+\) local_rank: \d{1,6} \(pid: (\d+)\)`)
 	reTorchrunRank   = regexp.MustCompile(`^\s*(?:\[\w+\]:\s*)?rank\s*:\s*(\d{1,6}) \(local_rank: \d+\)`)
 	// A file named for its rank: rank3.log, rank_3.txt, worker-rank-03.log.
 	reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_-]?(\d{1,6})(?:[^0-9]|$)`)
@@ -76,7 +77,6 @@ type rankTracker struct {
 	inRootTable  int                 // lines left to find the rank under "Root Cause"
 	torchrunRoot int                 // rank under "Root Cause (first observed failure)", -1
 	torchrunPid  string
-	torchrunLR   int // local rank torchrun first reported failed, -1
 }
 
 // ncclRank is a process's rank in one communicator of nranks. A process
@@ -87,7 +87,7 @@ type ncclRank struct{ rank, nranks int }
 
 func newRankTracker() *rankTracker {
 	return &rankTracker{ncclPid: map[string]ncclRank{}, pidRank: map[string]ncclRank{}, fileRank: -1,
-		globalRank: -1, torchrunRoot: -1, torchrunLR: -1}
+		globalRank: -1, torchrunRoot: -1}
 }
 
 // newFile resets what belongs to one input.
@@ -136,9 +136,10 @@ func (t *rankTracker) line(text []byte) {
 		}
 	}
 	if bytes.Contains(text, []byte("local_rank")) {
-		if m := reTorchrunFailed.FindSubmatch(text); m != nil && t.torchrunLR < 0 {
-			t.torchrunLR, _ = strconv.Atoi(string(m[1]))
-			t.torchrunPid = string(m[2])
+		if t.torchrunPid == "" {
+			if m := reTorchrunFailed.FindSubmatch(text); m != nil {
+				t.torchrunPid = string(m[1])
+			}
 		}
 		if t.inRootTable > 0 {
 			if m := reTorchrunRank.FindSubmatch(text); m != nil {
@@ -205,7 +206,7 @@ func (c *Collector) rankSummary(ds []*Diagnosis) *RankSummary {
 	failed := map[int]rankHit{}
 	truncated := false
 	for _, d := range ds {
-		g := c.groups[indexOf(c.entries, d.entry)]
+		g := c.groups[d.entryIdx]
 		truncated = truncated || len(g.ranks) >= maxRanks
 		for r, h := range g.ranks {
 			seen[r] = true
@@ -224,14 +225,14 @@ func (c *Collector) rankSummary(ds []*Diagnosis) *RankSummary {
 	if len(seen) == 0 && tr < 0 {
 		return nil
 	}
-	s := &RankSummary{Seen: sortedKeys(seen), Failed: []int{}, OnlyWaited: []int{}, Truncated: truncated}
+	s := &RankSummary{Seen: slices.Sorted(maps.Keys(seen)), Failed: []int{}, OnlyWaited: []int{}, Truncated: truncated}
 	for r := range failed {
 		s.Failed = append(s.Failed, r)
 	}
 	slices.Sort(s.Failed)
 	// Only waited: printed what follows a failure (timeouts, teardown) and
 	// no root error, and is not the rank torchrun names.
-	for _, r := range sortedKeys(waited) {
+	for _, r := range slices.Sorted(maps.Keys(waited)) {
 		if _, ok := failed[r]; !ok && r != tr {
 			s.OnlyWaited = append(s.OnlyWaited, r)
 		}
@@ -283,15 +284,6 @@ func earlier(a, b rankHit) bool {
 		return a.when.ns < b.when.ns
 	}
 	return a.at.less(b.at)
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func joinInts(xs []int) string {

@@ -2,7 +2,9 @@ package env
 
 import (
 	"bytes"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -110,7 +112,7 @@ func fillFromPackages(e *Environment) {
 			setSource(e, "python", v, src("python"))
 		}
 	}
-	for _, name := range sortedKeys(e.Packages) {
+	for _, name := range slices.Sorted(maps.Keys(e.Packages)) {
 		switch {
 		case e.CUDNN == "" && (name == "cudnn" || strings.HasPrefix(name, "nvidia-cudnn-cu")):
 			setSource(e, "cudnn", firstParts(e.Packages[name], 3), src(name))

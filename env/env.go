@@ -7,7 +7,6 @@
 package env
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/gpudx/gpudx/facts"
@@ -294,14 +293,4 @@ func normalizePackage(name string) string {
 		return "torch"
 	}
 	return n
-}
-
-// sortedKeys returns m's keys in order, for deterministic choices.
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

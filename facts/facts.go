@@ -72,7 +72,8 @@ func (f Fact) String() string {
 var (
 	sizeNames = map[string]bool{"requested": true, "total_capacity": true, "free": true,
 		"allocated": true, "reserved": true, "reserved_unallocated": true, "size": true,
-		"in_use": true, "limit": true, "required": true, "bytes": true, "capacity": true}
+		"in_use": true, "limit": true, "required": true, "bytes": true, "capacity": true,
+		"this_process": true, "other_processes": true}
 	intNames = map[string]bool{"gpu": true, "rank": true, "pid": true, "xid": true, "seq": true,
 		"line": true, "local_rank": true, "global_rank": true, "exitcode": true, "errno": true,
 		"port": true, "world_size": true, "device": true, "code": true, "status_code": true,
@@ -99,6 +100,20 @@ var durUnits = map[string]float64{
 	"s": 1e3, "sec": 1e3, "secs": 1e3, "second": 1e3, "seconds": 1e3,
 	"m": 60e3, "min": 60e3, "mins": 60e3, "minute": 60e3, "minutes": 60e3,
 	"h": 3600e3, "hour": 3600e3, "hours": 3600e3,
+}
+
+// FromNumber makes the fact a computed figure is, typed by its name as
+// Parse types a printed one: a size in bytes ("requested"), an integer
+// ("gpu"), a duration in milliseconds (a "_ms" name); its text is the
+// figure formatted for people. Other names give an integer.
+func FromNumber(name string, v float64) Fact {
+	switch {
+	case sizeNames[name] || strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_size"):
+		return Fact{Size, FormatBytes(v), v}
+	case strings.HasSuffix(name, "_ms"):
+		return Fact{Duration, FormatMillis(v), v}
+	}
+	return Fact{Int, strconv.FormatFloat(v, 'f', -1, 64), v}
 }
 
 // ParseSize reads "2.00 GiB", "512.00 MiB", "1.5 GB", "8192 bytes" or a

@@ -122,3 +122,21 @@ func TestCompareVersions(t *testing.T) {
 		}
 	}
 }
+
+// Computed figures are typed by name like printed ones.
+func TestFromNumber(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		v    float64
+		want Fact
+	}{
+		{"other_processes", 21474836480, Fact{Size, "20.00 GiB", 21474836480}},
+		{"requested", 4 << 30, Fact{Size, "4.00 GiB", 4 << 30}},
+		{"gpu", 2, Fact{Int, "2", 2}},
+		{"timeout_ms", 600000, Fact{Duration, "10 min", 600000}},
+	} {
+		if got := FromNumber(tt.name, tt.v); got != tt.want {
+			t.Errorf("FromNumber(%q, %v) = %+v, want %+v", tt.name, tt.v, got, tt.want)
+		}
+	}
+}
