@@ -226,7 +226,7 @@ func NewCollector(entries []*kb.Entry) *Collector {
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
 		c.spec[i] = Specificity(e.Regex)
-		c.memory[i] = kb.IsMemoryEntry(e)
+		c.memory[i] = e.IsMemory()
 	}
 	c.stats.Entries = len(entries)
 	return c

@@ -69,7 +69,7 @@ func TestCascadeOnOneMultiRankLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := build(t, []tentry{
-		{id: "pytorch/cuda-out-of-memory", regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`},
+		{id: "pytorch/cuda-out-of-memory", regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`, tags: []string{"out-of-memory"}},
 		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, precededBy: []string{"pytorch/cuda-out-of-memory"}},
 		{id: "pytorch/elastic-child-failed", regex: `failed \(exitcode: \d+\) local_rank`, precededBy: []string{"nccl/watchdog-timeout"}},
 	}, string(log))
@@ -202,6 +202,7 @@ func TestConditionsOrderAdvice(t *testing.T) {
 	es := []tentry{{
 		id:    "pytorch/cuda-out-of-memory",
 		regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`,
+		tags:  []string{"out-of-memory"},
 		workarounds: []kb.Workaround{
 			{Action: "expandable segments", SuccessRate: 0.9, Condition: "facts.reserved_unallocated >= facts.requested"},
 			{Action: "smaller batch", SuccessRate: 0.8},
@@ -302,7 +303,8 @@ func TestTensorFlowOOMReadsTheAllocatorSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := build(t, []tentry{{id: "tensorflow/oom-when-allocating-tensor",
-		regex: `OOM when allocating tensor with shape\[(?P<shape>[0-9,]*)\] and type (?P<dtype>\w+)`}}, string(log))
+		regex: `OOM when allocating tensor with shape\[(?P<shape>[0-9,]*)\] and type (?P<dtype>\w+)`,
+		tags:  []string{"out-of-memory"}}}, string(log))
 	m := r.Diagnoses[0].Memory
 	if m == nil || m.Verdict != oom.LiveTensors || m.Requested != 102760448 || m.Capacity != 10990990131 || m.Allocated != 10948224000 {
 		t.Fatalf("memory %+v", m)

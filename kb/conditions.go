@@ -25,18 +25,6 @@ var MemoryFacts = []string{
 	"reserved_unallocated", "this_process", "other_processes", "gpu",
 }
 
-// IsMemoryEntry reports whether an entry describes a device out-of-memory
-// report, which gets the out-of-memory arithmetic (not host memory).
-func IsMemoryEntry(e *Entry) bool {
-	if strings.Contains(e.ID, "cpu-") {
-		return false
-	}
-	if strings.Contains(e.ID, "out-of-memory") {
-		return true
-	}
-	return slices.Contains(strings.FieldsFunc(e.ID, func(r rune) bool { return r == '/' || r == '-' }), "oom")
-}
-
 // checkConditions compiles every condition and checks what it reads: a
 // fact must be a named group of the regex (or a memory figure on a memory
 // entry), an env name one that package env provides.
@@ -70,7 +58,7 @@ func checkConditions(e *Entry, re *regexp.Regexp, add func(field, msg string)) {
 			case r.Var == "env" && !slices.Contains(EnvNames, r.Name):
 				add(field, fmt.Sprintf("env.%s is not provided (known: %s)", r.Name, strings.Join(EnvNames, ", ")))
 			case r.Var == "facts" && !slices.Contains(groups, r.Name) &&
-				!(IsMemoryEntry(e) && slices.Contains(MemoryFacts, r.Name)):
+				!(e.IsMemory() && slices.Contains(MemoryFacts, r.Name)):
 				add(field, fmt.Sprintf("facts.%s is not a named group of the regex", r.Name))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 )
 
@@ -70,15 +71,16 @@ func (e *Entry) Compiled() (*regexp.Regexp, error) {
 // and ranked after errors.
 const TagWarning = "warning"
 
+// TagOutOfMemory marks an entry for a device out-of-memory report (not
+// host memory): its first line gets the out-of-memory arithmetic, and its
+// conditions may read the figures that adds (MemoryFacts).
+const TagOutOfMemory = "out-of-memory"
+
 // IsWarning reports whether the entry is tagged TagWarning.
-func (e *Entry) IsWarning() bool {
-	for _, t := range e.Tags {
-		if t == TagWarning {
-			return true
-		}
-	}
-	return false
-}
+func (e *Entry) IsWarning() bool { return slices.Contains(e.Tags, TagWarning) }
+
+// IsMemory reports whether the entry is tagged TagOutOfMemory.
+func (e *Entry) IsMemory() bool { return slices.Contains(e.Tags, TagOutOfMemory) }
 
 // Formats an entry can be read from.
 const (
