@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -44,11 +43,11 @@ func parseEnvFile(f *os.File, name string) (env.Environment, error) {
 		return env.Environment{}, fmt.Errorf("is a directory; give the captured output files themselves")
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	head, err := br.Peek(8 << 10)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+	head, err := peekHead(br)
+	if err != nil {
 		return env.Environment{}, err
 	}
-	if bytes.IndexByte(head, 0) >= 0 {
+	if looksBinary(head) {
 		return env.Environment{}, fmt.Errorf("looks like a binary file (NUL bytes in its first 8 KiB), not captured tool output")
 	}
 	lr := &io.LimitedReader{R: br, N: maxEnvFile + 1}

@@ -88,8 +88,8 @@ func openInput(in input, stdin io.Reader, allowBinary bool) (io.Reader, func() e
 		r, closeFn = f, f.Close
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	head, err := br.Peek(8 << 10)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+	head, err := peekHead(br)
+	if err != nil {
 		closeFn()
 		return nil, nil, usageErr("%s: %v", in.name, err)
 	}
@@ -101,7 +101,7 @@ func openInput(in input, stdin io.Reader, allowBinary bool) (io.Reader, func() e
 		}
 		return &gzipErrReader{zr, in.name}, closeFn, nil
 	}
-	if !allowBinary && bytes.IndexByte(head, 0) >= 0 {
+	if !allowBinary && looksBinary(head) {
 		closeFn()
 		return nil, nil, usageErr("%s: looks like a binary file (NUL bytes in its first 8 KiB), not a log; use --binary to scan it anyway", in.name)
 	}
@@ -121,3 +121,16 @@ func (g *gzipErrReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// peekHead returns the first 8 KiB of br (less for a shorter input)
+// without consuming them.
+func peekHead(br *bufio.Reader) ([]byte, error) {
+	head, err := br.Peek(8 << 10)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	return head, nil
+}
+
+// looksBinary: a NUL byte in the head means the input is not text.
+func looksBinary(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }
