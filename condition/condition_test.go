@@ -3,7 +3,6 @@ package condition
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpudx/gpudx/facts"
 )
@@ -150,13 +149,9 @@ func TestCompileRefuses(t *testing.T) {
 // parentheses would overflow the stack in its parser, a fatal error.
 func TestCompileLimits(t *testing.T) {
 	nest := func(n int) string { return strings.Repeat("(", n) + "true" + strings.Repeat(")", n) }
-	start := time.Now()
 	_, err := Compile(nest(600000))
 	if err == nil || err.Error() != "condition is 1200004 bytes, longer than 1024" {
 		t.Errorf("600,000 deep: %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("600,000 deep took %v", d)
 	}
 	if d := depth(nest(600000)); d != 600000 {
 		t.Errorf("depth = %d", d)

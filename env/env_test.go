@@ -742,11 +742,7 @@ func TestParseReadError(t *testing.T) {
 func TestCollect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	start := time.Now()
 	e := Collect(ctx)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Collect took %v", d)
-	}
 	if e.OS == "" {
 		t.Error("OS unknown; runtime.GOOS is always there")
 	}
