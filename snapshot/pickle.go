@@ -1,0 +1,474 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+)
+
+// Limits that keep a hostile file from exhausting memory. Real snapshots
+// stay far below them: their longest strings are C++ symbol names.
+const (
+	maxString = 256 << 20 // one string or bytes value
+	maxLong   = 1 << 10   // bytes of one LONG1/LONG4 integer
+	maxStream = 1 << 16   // distinct streams (TraceEntry.Stream is 16 bits)
+)
+
+// Error is a decoding failure at a byte offset of the (decompressed) file.
+type Error struct {
+	Offset int64  // offset of the opcode that failed
+	Op     byte   // the opcode, 0 when the failure is not tied to one
+	Msg    string // what went wrong
+}
+
+func (e *Error) Error() string {
+	if e.Op != 0 {
+		return fmt.Sprintf("snapshot: byte %d: %s (opcode %s)", e.Offset, e.Msg, opName(e.Op))
+	}
+	return fmt.Sprintf("snapshot: byte %d: %s", e.Offset, e.Msg)
+}
+
+// kind is the type of a value on the pickle machine's stack. Zero is unused
+// so that an unset memo slot reads as zero.
+type kind uint8
+
+const (
+	kNone kind = iota + 1
+	kBool
+	kInt       // n holds an int64
+	kUint      // n holds a uint64 above MaxInt64
+	kBig       // n indexes d.bigs
+	kFloat     // n holds float64 bits
+	kStr       // n indexes d.strs
+	kBytes     // n indexes d.strs
+	kList      // n indexes d.lists
+	kEmptyList // a list nothing was appended to yet; n is its memo slot+1 or 0
+	kDict      // n indexes d.dicts (a dict of no snapshot type)
+	kFreshDict // an empty dict whose type is not known yet; n is its memo slot+1 or 0
+	kTuple     // n indexes d.tuples
+	kFrame     // n indexes d.frames
+	kTrace     // n indexes the trace arena
+	kBlock     // n indexes d.blocks
+	kSegment   // n indexes d.segs
+)
+
+var kindNames = [...]string{kNone: "None", kBool: "a bool", kInt: "an int", kUint: "an int", kBig: "an int",
+	kFloat: "a float", kStr: "a str", kBytes: "bytes", kList: "a list", kEmptyList: "a list", kDict: "a dict",
+	kFreshDict: "a dict", kTuple: "a tuple", kFrame: "a frame dict", kTrace: "a trace entry dict",
+	kBlock: "a block dict", kSegment: "a segment dict"}
+
+func (k kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "?"
+}
+
+// value is one stack or memo value: 16 bytes, no pointers, so the stack and
+// the memo cost the garbage collector nothing to scan.
+type value struct {
+	k kind
+	n uint64
+}
+
+// glist is a list. A list of trace entries keeps only the range of the
+// arena its entries occupy.
+type glist struct {
+	items    []value
+	trStart  uint64
+	trN      uint64
+	stack    StackID // cached conversion of this list to a stack
+	hasStack bool
+}
+
+type gdict struct {
+	keys, vals []value
+}
+
+// Known strings: keys of the snapshot's dicts and the values that name
+// actions, states and segment types.
+const (
+	sNone uint8 = iota
+	sAction
+	sAddr
+	sSize
+	sStream
+	sFrames
+	sTimeUS
+	sCompileContext
+	sUserMetadata
+	sDeviceFree
+	sDevice
+	sAddress
+	sTotalSize
+	sAllocatedSize
+	sActiveSize
+	sRequestedSize
+	sSegmentType
+	sSegmentPoolID
+	sIsExpandable
+	sBlocks
+	sState
+	sHistory
+	sFilename
+	sLine
+	sName
+	sSegments
+	sDeviceTraces
+	sAllocatorSettings
+	sExternalAnnotations
+	sSmall
+	sLarge
+	sInactive
+	sActiveAllocated
+	sActivePendingFree
+	sActiveAwaitingFree
+	sNA
+	sStage
+)
+
+var knownStrings = map[string]uint8{
+	"action": sAction, "addr": sAddr, "size": sSize, "stream": sStream, "frames": sFrames,
+	"time_us": sTimeUS, "compile_context": sCompileContext, "user_metadata": sUserMetadata,
+	"device_free": sDeviceFree, "device": sDevice, "address": sAddress, "total_size": sTotalSize,
+	"allocated_size": sAllocatedSize, "active_size": sActiveSize, "requested_size": sRequestedSize,
+	"segment_type": sSegmentType, "segment_pool_id": sSegmentPoolID, "is_expandable": sIsExpandable,
+	"blocks": sBlocks, "state": sState, "history": sHistory, "filename": sFilename, "line": sLine,
+	"name": sName, "segments": sSegments, "device_traces": sDeviceTraces,
+	"allocator_settings": sAllocatorSettings, "external_annotations": sExternalAnnotations,
+	"small": sSmall, "large": sLarge, "inactive": sInactive, "active_allocated": sActiveAllocated,
+	"active_pending_free": sActivePendingFree, "active_awaiting_free": sActiveAwaitingFree,
+	"N/A": sNA, "stage": sStage,
+}
+
+// actionBase offsets the known-string ids of action names: id actionBase+a
+// names Action a.
+const actionBase = 100
+
+func init() {
+	for a := ActionAlloc; int(a) < len(actionNames); a++ {
+		knownStrings[actionNames[a]] = actionBase + uint8(a)
+	}
+}
+
+// internMax is the longest string that is looked up in the intern table.
+// Snapshots repeat short strings (keys, "N/A") as fresh objects per event.
+const internMax = 64
+
+// decoder is the pickle machine.
+type decoder struct {
+	r    io.Reader
+	buf  []byte
+	pos  int   // next unread byte of buf
+	end  int   // bytes of buf that hold data
+	base int64 // file offset of buf[0]
+	eof  bool
+	rerr error
+	op   int64 // offset of the current opcode
+
+	stack  []value
+	marks  []int
+	memo   [][]uint64       // chunks of packed values
+	memoN  uint64           // slots MEMOIZE has used
+	wide   map[uint64]value // dense slots whose value does not pack
+	sparse map[uint64]value // slots far beyond the dense range
+
+	strs    []string
+	strKey  []uint8 // known-string id per strs index
+	intern  map[string]uint32
+	lists   []glist
+	dicts   []gdict
+	tuples  [][]value
+	bigs    []*big.Int
+	frames  []Frame
+	blocks  []Block
+	segs    []Segment
+	traces  Trace // the arena: every device's entries, one after another
+	metaArr map[uint64]EventMeta
+	stacks  [][]Frame
+	streams map[uint64]uint16
+	out     *Snapshot
+}
+
+func newDecoder(r io.Reader) *decoder {
+	d := &decoder{
+		r:       r,
+		buf:     make([]byte, 64<<10),
+		intern:  make(map[string]uint32),
+		streams: map[uint64]uint16{0: 0},
+		stacks:  [][]Frame{nil},
+		out: &Snapshot{
+			Streams:        []uint64{0},
+			UnknownActions: map[string]int{},
+		},
+	}
+	return d
+}
+
+// fill makes at least n unread bytes available; false at end of input.
+func (d *decoder) fill(n int) bool {
+	for d.end-d.pos < n {
+		if d.eof {
+			return false
+		}
+		if d.pos > 0 {
+			copy(d.buf, d.buf[d.pos:d.end])
+			d.end -= d.pos
+			d.base += int64(d.pos)
+			d.pos = 0
+		}
+		if d.end == len(d.buf) {
+			// Grow by doubling as data arrives, never to a length the
+			// file only claims.
+			nb := make([]byte, 2*len(d.buf))
+			copy(nb, d.buf[:d.end])
+			d.buf = nb
+		}
+		m, err := d.r.Read(d.buf[d.end:])
+		d.end += m
+		if err != nil {
+			d.eof = true
+			if err != io.EOF {
+				d.rerr = err
+			}
+		}
+	}
+	return true
+}
+
+func (d *decoder) fail(op byte, format string, a ...any) error {
+	return &Error{Offset: d.op, Op: op, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (d *decoder) truncated(op byte, want int) error {
+	if d.rerr != nil {
+		return &Error{Offset: d.op, Op: op, Msg: "read error: " + d.rerr.Error()}
+	}
+	return &Error{Offset: d.op, Op: op, Msg: fmt.Sprintf("file ends early: the opcode needs %d more bytes, %d left (truncated file?)", want, d.end-d.pos)}
+}
+
+// bytes returns the next n bytes; they stay valid until the next read.
+func (d *decoder) bytes(op byte, n int) ([]byte, error) {
+	if !d.fill(n) {
+		return nil, d.truncated(op, n)
+	}
+	b := d.buf[d.pos : d.pos+n]
+	d.pos += n
+	return b, nil
+}
+
+func (d *decoder) push(v value) { d.stack = append(d.stack, v) }
+
+func (d *decoder) pop(op byte) (value, error) {
+	if len(d.stack) == 0 || (len(d.marks) > 0 && len(d.stack) == d.marks[len(d.marks)-1]) {
+		return value{}, d.fail(op, "stack underflow")
+	}
+	v := d.stack[len(d.stack)-1]
+	d.stack = d.stack[:len(d.stack)-1]
+	return v, nil
+}
+
+// popMark returns the start of the items above the innermost mark and
+// removes the mark.
+func (d *decoder) popMark(op byte) (int, error) {
+	if len(d.marks) == 0 {
+		return 0, d.fail(op, "no MARK to pop to")
+	}
+	m := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	return m, nil
+}
+
+// topIndex is the index of the value below the items an opcode consumes,
+// checking it is not hidden behind a mark.
+func (d *decoder) below(op byte, i int) (int, error) {
+	floor := 0
+	if len(d.marks) > 0 {
+		floor = d.marks[len(d.marks)-1]
+	}
+	if i < floor || i < 0 {
+		return 0, d.fail(op, "stack underflow")
+	}
+	return i, nil
+}
+
+// memo
+
+const memoBits = 12
+
+func pack(v value) (uint64, bool) {
+	if v.n >= 1<<56 {
+		return 0, false
+	}
+	return uint64(v.k)<<56 | v.n, true
+}
+
+// wideTag marks a memo slot whose value lives in d.wide.
+const wideTag = 0xff
+
+// memoPut stores v in slot i. Picklers number slots 0, 1, 2, ...; a slot
+// far beyond the dense range goes to a map, so a hostile file cannot make
+// a few bytes claim a large dense table.
+func (d *decoder) memoPut(i uint64, v value) {
+	c := i >> memoBits
+	if c > uint64(len(d.memo)) {
+		if d.wide == nil {
+			d.wide = map[uint64]value{}
+		}
+		if _, ok := d.sparse[i]; !ok {
+			d.memoN++
+		}
+		if d.sparse == nil {
+			d.sparse = map[uint64]value{}
+		}
+		d.sparse[i] = v
+		return
+	}
+	if c == uint64(len(d.memo)) {
+		d.memo = append(d.memo, make([]uint64, 1<<memoBits))
+	}
+	p, ok := pack(v)
+	if !ok {
+		if d.wide == nil {
+			d.wide = map[uint64]value{}
+		}
+		d.wide[i] = v
+		p = wideTag << 56
+	}
+	slot := &d.memo[c][i&(1<<memoBits-1)]
+	if *slot == 0 {
+		d.memoN++
+	}
+	*slot = p
+}
+
+func (d *decoder) memoGet(i uint64) (value, bool) {
+	c := i >> memoBits
+	if c >= uint64(len(d.memo)) {
+		v, ok := d.sparse[i]
+		return v, ok
+	}
+	p := d.memo[c][i&(1<<memoBits-1)]
+	if p == 0 {
+		return value{}, false
+	}
+	if p>>56 == wideTag {
+		v, ok := d.wide[i]
+		return v, ok
+	}
+	return value{k: kind(p >> 56), n: p & (1<<56 - 1)}, true
+}
+
+// memoize stores the stack top in slot i. An empty list or dict learns its
+// slot, so that giving it a type later can update the memo too.
+func (d *decoder) memoize(op byte, i uint64) error {
+	if len(d.stack) == 0 {
+		return d.fail(op, "memoize with an empty stack")
+	}
+	top := &d.stack[len(d.stack)-1]
+	if (top.k == kFreshDict || top.k == kEmptyList) && top.n == 0 && i < 1<<55 {
+		top.n = i + 1
+	}
+	d.memoPut(i, *top)
+	return nil
+}
+
+func (d *decoder) memoFetch(op byte, i uint64) error {
+	v, ok := d.memoGet(i)
+	if !ok {
+		return d.fail(op, "memo slot %d was never stored", i)
+	}
+	switch v.k {
+	case kTrace, kBlock, kSegment:
+		return d.fail(op, "%s is referenced twice; snapshots never share those", v.k)
+	}
+	d.push(v)
+	return nil
+}
+
+// setMemo records a container's new identity in its memo slot.
+func (d *decoder) setMemo(slot uint64, v value) {
+	if slot > 0 {
+		d.memoPut(slot-1, v)
+	}
+}
+
+// strings
+
+func (d *decoder) newString(b []byte, k kind) value {
+	if len(b) <= internMax {
+		if i, ok := d.intern[string(b)]; ok && k == kStr {
+			return value{k: kStr, n: uint64(i)}
+		}
+	}
+	s := string(b)
+	i := uint32(len(d.strs))
+	d.strs = append(d.strs, s)
+	d.strKey = append(d.strKey, knownStrings[s])
+	if k == kStr && len(b) <= internMax {
+		d.intern[s] = i
+	}
+	return value{k: k, n: uint64(i)}
+}
+
+func (d *decoder) readString(op byte, n uint64, k kind) error {
+	if n > maxString {
+		return d.fail(op, "a string of %d bytes is longer than any snapshot holds (limit %d)", n, maxString)
+	}
+	b, err := d.bytes(op, int(n))
+	if err != nil {
+		return err
+	}
+	d.push(d.newString(b, k))
+	return nil
+}
+
+// integers
+
+func intValue(i int64) value { return value{k: kInt, n: uint64(i)} }
+
+// long decodes a little-endian two's-complement integer of any width.
+func (d *decoder) long(b []byte) value {
+	if len(b) == 0 {
+		return intValue(0)
+	}
+	if len(b) <= 8 {
+		var u uint64
+		for i := len(b) - 1; i >= 0; i-- {
+			u = u<<8 | uint64(b[i])
+		}
+		shift := 64 - 8*uint(len(b))
+		return intValue(int64(u<<shift) >> shift)
+	}
+	neg := b[len(b)-1]&0x80 != 0
+	if !neg {
+		// Non-negative and fits in 64 bits once the high zero bytes go.
+		hi := true
+		for _, c := range b[8:] {
+			if c != 0 {
+				hi = false
+				break
+			}
+		}
+		if hi {
+			u := binary.LittleEndian.Uint64(b[:8])
+			if u <= math.MaxInt64 {
+				return intValue(int64(u))
+			}
+			return value{k: kUint, n: u}
+		}
+	}
+	// Any other width: math/big, big-endian magnitude.
+	be := make([]byte, len(b))
+	for i := range b {
+		be[len(b)-1-i] = b[i]
+	}
+	z := new(big.Int).SetBytes(be)
+	if neg {
+		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	d.bigs = append(d.bigs, z)
+	return value{k: kBig, n: uint64(len(d.bigs) - 1)}
+}
