@@ -1,0 +1,312 @@
+package memory
+
+import (
+	"slices"
+
+	"github.com/gpudx/gpudx/snapshot"
+)
+
+const (
+	// smallRequest is the largest request the small pool serves.
+	smallRequest = 1 << 20
+	// smallSegment is the size of a small-pool segment; a segment given
+	// back by an undone segment_free is taken to be small up to it.
+	smallSegment = 2 << 20
+	// minBlock is the allocator's rounding unit and smallest block.
+	minBlock = 512
+)
+
+// Verdicts of an OOM explanation.
+const (
+	VerdictFragmentation = "fragmentation"
+	VerdictOutside       = "outside_allocator"
+	VerdictLiveTensors   = "live_tensors"
+	VerdictUnknown       = "unknown"
+	// VerdictFits answers a --request question that a free block serves.
+	VerdictFits = "fits"
+)
+
+// explainOOM explains the trace's last oom event, or the request the user
+// asked about; nil when there is neither.
+func (a *analysis) explainOOM(traces []traceSummary, opt Options, r *Report) *OOM {
+	var o *OOM
+	if opt.Request > 0 {
+		o = a.requestOOM(opt)
+	} else {
+		var src *traceSummary
+		for i := range traces {
+			t := &traces[i]
+			if t.oom < 0 {
+				continue
+			}
+			// Devices come in ascending order, so a strict comparison
+			// keeps the lowest device on a tie.
+			if src == nil || t.tr.At(t.oom).TimeUS > src.tr.At(src.oom).TimeUS {
+				src = t
+			}
+		}
+		if src == nil {
+			return nil
+		}
+		o = a.traceOOM(src)
+	}
+	if opt.Capacity > 0 {
+		c := opt.Capacity
+		o.CapacityBytes = &c
+		// The device's free figure is only known at a trace oom; a
+		// sum that does not fit the capacity means no memory is outside.
+		if o.DeviceFreeBytes != nil {
+			if used := o.ReservedBytes + *o.DeviceFreeBytes; used >= o.ReservedBytes && used <= c {
+				out := c - used
+				o.OutsideBytes = &out
+			}
+		}
+	}
+	o.Verdict = verdict(o)
+	explain(o, a.s.Settings, r.TopSites)
+	return o
+}
+
+// verdict applies the rules in order: (for a --request question) a free
+// block that serves it; free memory in the right pool that
+// is too scattered; memory outside the allocator; live tensors; unknown.
+func verdict(o *OOM) string {
+	req := o.RequestedBytes
+	switch {
+	case o.Source == "request" && o.LargestFreeBlockBytes >= req:
+		return VerdictFits
+	case o.CacheFreeBytes >= req && o.LargestFreeBlockBytes < req:
+		return VerdictFragmentation
+	case o.CapacityBytes != nil && o.OutsideBytes != nil && *o.OutsideBytes >= req &&
+		*o.OutsideBytes >= *o.CapacityBytes/10:
+		return VerdictOutside
+	case 2*o.AllocatedBytes >= o.ReservedBytes: // allocated ≥ reserved/2, exactly
+		return VerdictLiveTensors
+	}
+	return VerdictUnknown
+}
+
+// needSmall reports whether a request is served by the small pool.
+func needSmall(req uint64) bool { return req <= smallRequest }
+
+func poolKind(small bool) string {
+	if small {
+		return "small"
+	}
+	return "large"
+}
+
+// stream returns the raw cudaStream_t of a trace event's stream index (0
+// for an index outside the table).
+func (a *analysis) stream(idx uint16) uint64 {
+	if int(idx) < len(a.s.Streams) {
+		return a.s.Streams[idx]
+	}
+	return 0
+}
+
+// requestOOM asks whether a request of opt.Request bytes could be served
+// on a device from the snapshot-time state.
+func (a *analysis) requestOOM(opt Options) *OOM {
+	dev := opt.RequestDevice
+	if dev < 0 {
+		dev = 0
+		var most uint64
+		for i, d := range a.devs {
+			var r uint64
+			for _, sg := range a.segs[d] {
+				r += sg.TotalSize
+			}
+			if i == 0 || r > most {
+				dev, most = d, r
+			}
+		}
+	}
+	o := &OOM{Device: dev, RequestedBytes: opt.Request, Event: -1, Source: "request",
+		Pool: poolKind(needSmall(opt.Request)), Frames: []Frame{}}
+	a.snapshotState(o)
+	return o
+}
+
+// traceOOM explains the oom event found by the backward pass.
+func (a *analysis) traceOOM(t *traceSummary) *OOM {
+	e := t.tr.At(t.oom)
+	free := e.DeviceFree()
+	o := &OOM{Device: t.dev, RequestedBytes: e.Size, DeviceFreeBytes: &free,
+		Pool: poolKind(needSmall(e.Size)), Stream: a.stream(e.Stream),
+		TimeUS: e.TimeUS, Event: t.oom, Source: "trace"}
+	frames := a.sites.frames(e.Stack)
+	o.Site, o.Frames = SiteOf(frames)
+	if changesAfter(t.tr, t.oom) {
+		a.replayedState(o, t.tr, t.oom)
+		o.Replayed = true
+	} else {
+		a.snapshotState(o)
+	}
+	return o
+}
+
+// changesAfter reports whether an event after index i changed the blocks
+// or segments. A dump taken after the oom adds a snapshot marker (and
+// perhaps a free_requested) that leaves the state as it was at the oom;
+// then the snapshot is that state and nothing needs undoing.
+func changesAfter(tr *snapshot.Trace, i int) bool {
+	for j := tr.Len() - 1; j > i; j-- {
+		switch tr.At(j).Action {
+		case snapshot.ActionAlloc, snapshot.ActionFreeCompleted, snapshot.ActionSegmentAlloc,
+			snapshot.ActionSegmentFree, snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			return true
+		}
+	}
+	return false
+}
+
+// servesRequest reports whether a segment's free memory could serve the
+// request: the needed half of the default pool, on the request's stream.
+func servesRequest(o *OOM, small bool, pool snapshot.PoolID, stream uint64) bool {
+	return small == needSmall(o.RequestedBytes) && !pool.Private() && stream == o.Stream
+}
+
+// snapshotState fills the OOM figures from the snapshot as it is: the
+// free blocks are its inactive blocks.
+func (a *analysis) snapshotState(o *OOM) {
+	for _, sg := range a.segs[o.Device] {
+		o.ReservedBytes += sg.TotalSize
+		serves := servesRequest(o, sg.Small, sg.Pool, sg.Stream)
+		for i := range sg.Blocks {
+			b := &sg.Blocks[i]
+			if b.State.Active() {
+				o.AllocatedBytes += b.Size
+			} else if serves {
+				o.CacheFreeBytes += b.Size
+				o.LargestFreeBlockBytes = max(o.LargestFreeBlockBytes, b.Size)
+			}
+		}
+	}
+}
+
+// span is a reserved address range while the trace is undone.
+type span struct {
+	addr, size uint64
+	stream     uint64
+	small      bool
+	pool       snapshot.PoolID
+}
+
+// extent is an active block while the trace is undone.
+type extent struct{ addr, size uint64 }
+
+// round512 is the block size the allocator gives a request.
+func round512(n uint64) uint64 {
+	if n < minBlock {
+		return minBlock
+	}
+	return (n + minBlock - 1) / minBlock * minBlock
+}
+
+// replayedState rebuilds the device's segments and active blocks as they
+// were at event oom by undoing the later events, newest first, then reads
+// the free blocks as the gaps between active blocks inside each segment.
+func (a *analysis) replayedState(o *OOM, tr *snapshot.Trace, oom int) {
+	var spans []span
+	active := map[uint64]uint64{}
+	for _, sg := range a.segs[o.Device] {
+		spans = append(spans, span{sg.Address, sg.TotalSize, sg.Stream, sg.Small, sg.Pool})
+		for i := range sg.Blocks {
+			if b := &sg.Blocks[i]; b.State.Active() {
+				active[b.Address] = b.Size
+			}
+		}
+	}
+	for i := tr.Len() - 1; i > oom; i-- {
+		e := tr.At(i)
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			delete(active, e.Addr)
+		case snapshot.ActionFreeCompleted:
+			active[e.Addr] = round512(e.Size)
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			spans = cut(spans, e.Addr, e.Addr+e.Size)
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			spans = append(spans, span{e.Addr, e.Size, a.stream(e.Stream), e.Size <= smallSegment, snapshot.PoolID{}})
+		}
+	}
+
+	blocks := make([]extent, 0, len(active))
+	for addr, size := range active {
+		blocks = append(blocks, extent{addr, size})
+		o.AllocatedBytes += size
+	}
+	slices.SortFunc(blocks, func(x, y extent) int { return cmpU64(x.addr, y.addr) })
+	for _, sp := range spans {
+		o.ReservedBytes += sp.size
+		if !servesRequest(o, sp.small, sp.pool, sp.stream) {
+			continue
+		}
+		gaps(blocks, sp.addr, sp.addr+sp.size, func(n uint64) {
+			o.CacheFreeBytes += n
+			o.LargestFreeBlockBytes = max(o.LargestFreeBlockBytes, n)
+		})
+	}
+}
+
+func cmpU64(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// cut removes [lo, hi) from the spans: a segment_alloc or segment_map
+// undone. A span only partly inside keeps its pieces outside (an
+// expandable segment that had grown by this range).
+func cut(spans []span, lo, hi uint64) []span {
+	out := spans[:0:0]
+	for _, sp := range spans {
+		end := sp.addr + sp.size
+		if end <= lo || sp.addr >= hi {
+			out = append(out, sp)
+			continue
+		}
+		if sp.addr < lo {
+			left := sp
+			left.size = lo - sp.addr
+			out = append(out, left)
+		}
+		if end > hi {
+			right := sp
+			right.addr, right.size = hi, end-hi
+			out = append(out, right)
+		}
+	}
+	return out
+}
+
+// gaps calls fn with the size of each stretch of [lo, hi) that no block
+// covers; blocks are sorted by address. Adjacent free space is one gap, as
+// the allocator merges neighbouring free blocks.
+func gaps(blocks []extent, lo, hi uint64, fn func(uint64)) {
+	// The first block that could reach into the range: the last one that
+	// starts at or before lo, since blocks do not overlap.
+	j, _ := slices.BinarySearchFunc(blocks, lo, func(b extent, t uint64) int { return cmpU64(b.addr, t) })
+	if j > 0 && (j == len(blocks) || blocks[j].addr > lo) {
+		j--
+	}
+	cur := lo
+	for ; j < len(blocks) && blocks[j].addr < hi; j++ {
+		b := blocks[j]
+		if b.addr+b.size <= cur {
+			continue
+		}
+		if b.addr > cur {
+			fn(b.addr - cur)
+		}
+		cur = b.addr + b.size
+	}
+	if cur < hi {
+		fn(hi - cur)
+	}
+}
