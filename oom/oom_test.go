@@ -914,3 +914,29 @@ func TestWholeLog(t *testing.T) {
 		t.Errorf("reason_zh\n got %q\nwant %q", a.ReasonZh, wantZh)
 	}
 }
+
+// PyTorch OOMs point to gpudx mem; other frameworks' and a request larger
+// than the card do not, since a snapshot cannot change their answer.
+func TestSnapshotAdvice(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 2.81 GiB is free. Process 139832 has 76.32 GiB memory in use. Of the allocated memory 70.94 GiB is allocated by PyTorch, and 4.66 GiB is reserved by PyTorch but unallocated.", true},
+		{"RuntimeError: CUDA out of memory. Tried to allocate 1.20 GiB (GPU 0; 8.00 GiB total capacity; 6.79 GiB already allocated; 0 bytes free; 6.99 GiB reserved in total by PyTorch)", true},
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 120.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 70.00 GiB is free. Of the allocated memory 1.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.", false},
+		{"ResourceExhaustedError: OOM when allocating tensor with shape[8,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", false},
+	}
+	for _, tt := range tests {
+		a := Analyze(tt.text, "2.4.0")
+		got := false
+		for _, ad := range a.Advice {
+			if strings.Contains(ad.Text, "gpudx mem oom.pickle") && strings.Contains(ad.Zh, "gpudx mem oom.pickle") {
+				got = true
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%.60s…: snapshot advice %v, want %v (verdict %s)", tt.text, got, tt.want, a.Verdict)
+		}
+	}
+}

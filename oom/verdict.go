@@ -120,6 +120,12 @@ func (a *Analysis) explain(torch string) {
 	default:
 		a.explainUnknown()
 	}
+	// Fragmentation and live tensors are told apart for certain, and the
+	// code that holds the memory is named, only by a snapshot.
+	if a.pytorchLike() && a.Verdict != ExceedsCard {
+		a.advise("To see which code holds the memory and how the free memory is split, record a snapshot: call torch.cuda.memory._record_memory_history(max_entries=100000) before training and torch.cuda.memory._dump_snapshot(\"oom.pickle\") in an except torch.cuda.OutOfMemoryError handler, then run gpudx mem oom.pickle.",
+			"要查看哪段代码占着显存、空闲显存如何被切分，请记录内存快照：训练前调用 torch.cuda.memory._record_memory_history(max_entries=100000)，在 except torch.cuda.OutOfMemoryError 处理中调用 torch.cuda.memory._dump_snapshot(\"oom.pickle\")，然后运行 gpudx mem oom.pickle。")
+	}
 	if a.Advice == nil {
 		a.Advice = []Advice{}
 	}
