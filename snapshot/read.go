@@ -169,7 +169,7 @@ func (d *decoder) deviceTraces(v value) error {
 		return &Error{Offset: d.op, Msg: fmt.Sprintf("device_traces is %s, want a list", v.k)}
 	}
 	for dev, it := range d.lists[v.n].items {
-		t := Trace{chunks: d.traces.chunks}
+		t := Trace{chunks: d.traces.chunks, shared: true}
 		switch it.k {
 		case kEmptyList:
 		case kList:

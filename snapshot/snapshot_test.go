@@ -400,3 +400,20 @@ func TestTrace(t *testing.T) {
 		t.Errorf("All yielded %d", n)
 	}
 }
+
+// Appending to a decoded trace must not write into the next device's
+// events, which share its storage.
+func TestAppendToDecodedTrace(t *testing.T) {
+	s, err := ReadFile("testdata/hand-p4.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *s.Traces[1].At(0)
+	s.Traces[0].Append(TraceEntry{Action: ActionAlloc, Addr: 42})
+	if s.Traces[0].Len() != 10 || s.Traces[0].At(9).Addr != 42 || s.Traces[0].At(8).Action != ActionOOM {
+		t.Errorf("device 0 after append: len %d", s.Traces[0].Len())
+	}
+	if *s.Traces[1].At(0) != before {
+		t.Errorf("device 1's first event changed to %+v", *s.Traces[1].At(0))
+	}
+}

@@ -12,6 +12,9 @@ type Trace struct {
 	chunks [][]TraceEntry
 	off    int // index of the first event in chunks
 	n      int
+	// shared is set on the decoder's traces, which are views into one
+	// arena holding every device's events; Append copies such a trace first.
+	shared bool
 }
 
 // Len is the number of events.
@@ -39,6 +42,13 @@ func (t *Trace) All() iter.Seq2[int, *TraceEntry] {
 
 // Append adds an event at the end (for programs that build traces).
 func (t *Trace) Append(e TraceEntry) {
+	if t.shared {
+		own := Trace{}
+		for _, x := range t.All() {
+			own.Append(*x)
+		}
+		*t = own
+	}
 	g := t.off + t.n
 	c := g >> chunkBits
 	if c == len(t.chunks) {
