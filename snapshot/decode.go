@@ -108,6 +108,12 @@ func (d *decoder) run() (value, error) {
 		d.op = d.base + int64(d.pos)
 		op := d.buf[d.pos]
 		d.pos++
+		if len(d.stack) > stackFloor && int64(len(d.stack)) > d.op/stackRatio {
+			return value{}, d.fail(op, "%d values wait on the stack after %d bytes; no snapshot needs that many", len(d.stack), d.op)
+		}
+		if len(d.marks) > maxMarks {
+			return value{}, d.fail(op, "more than %d MARKs open; snapshots nest fewer than 10 deep", maxMarks)
+		}
 		if err := d.step(op); err != nil {
 			if err == errStop {
 				v, err := d.pop(op)
@@ -378,6 +384,9 @@ func (d *decoder) step(op byte) error {
 	case opDup:
 		if len(d.stack) == 0 {
 			return d.fail(op, "stack underflow")
+		}
+		if err := d.unshared(op, d.stack[len(d.stack)-1]); err != nil {
+			return err
 		}
 		d.push(d.stack[len(d.stack)-1])
 	case opStop:

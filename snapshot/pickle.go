@@ -14,6 +14,19 @@ const (
 	maxString = 256 << 20 // one string or bytes value
 	maxLong   = 1 << 10   // bytes of one LONG1/LONG4 integer
 	maxStream = 1 << 16   // distinct streams (TraceEntry.Stream is 16 bits)
+	// stackFloor and stackRatio bound the values waiting on the stack: up to
+	// stackFloor freely, beyond it one value per stackRatio bytes read, so
+	// the stack (16 bytes a value) never outgrows the input. Python's pickler
+	// appends in batches of 1000; PyTorch's C++ pickler pushes a whole list
+	// before one APPENDS, but each of its trace entries takes ~50 bytes.
+	stackFloor = 1 << 16
+	stackRatio = 16
+	maxMarks = 1 << 16 // nesting depth; real snapshots nest fewer than 10 deep
+	// maxSparse bounds memo slots stored far from the slots in use.
+	maxSparse = 1 << 20
+	// memoAhead is how far past the slots in use a memo index may land and
+	// still go to the dense table; picklers number slots 0, 1, 2, ...
+	memoAhead = 1 << memoBits
 )
 
 // Error is a decoding failure at a byte offset of the (decompressed) file.
@@ -311,20 +324,20 @@ const wideTag = 0xff
 // memoPut stores v in slot i. Picklers number slots 0, 1, 2, ...; a slot
 // far beyond the dense range goes to a map, so a hostile file cannot make
 // a few bytes claim a large dense table.
-func (d *decoder) memoPut(i uint64, v value) {
+func (d *decoder) memoPut(i uint64, v value) error {
 	c := i >> memoBits
-	if c > uint64(len(d.memo)) {
-		if d.wide == nil {
-			d.wide = map[uint64]value{}
-		}
+	if c > uint64(len(d.memo)) || (c == uint64(len(d.memo)) && i >= d.memoN+memoAhead) {
 		if _, ok := d.sparse[i]; !ok {
+			if len(d.sparse) >= maxSparse {
+				return d.fail(0, "more than %d memo slots far from the ones in use; picklers number slots in order", maxSparse)
+			}
 			d.memoN++
 		}
 		if d.sparse == nil {
 			d.sparse = map[uint64]value{}
 		}
 		d.sparse[i] = v
-		return
+		return nil
 	}
 	if c == uint64(len(d.memo)) {
 		d.memo = append(d.memo, make([]uint64, 1<<memoBits))
@@ -339,9 +352,14 @@ func (d *decoder) memoPut(i uint64, v value) {
 	}
 	slot := &d.memo[c][i&(1<<memoBits-1)]
 	if *slot == 0 {
-		d.memoN++
+		if _, ok := d.sparse[i]; ok {
+			delete(d.sparse, i) // now dense; keep one home per slot
+		} else {
+			d.memoN++
+		}
 	}
 	*slot = p
+	return nil
 }
 
 func (d *decoder) memoGet(i uint64) (value, bool) {
@@ -352,7 +370,8 @@ func (d *decoder) memoGet(i uint64) (value, bool) {
 	}
 	p := d.memo[c][i&(1<<memoBits-1)]
 	if p == 0 {
-		return value{}, false
+		v, ok := d.sparse[i]
+		return v, ok
 	}
 	if p>>56 == wideTag {
 		v, ok := d.wide[i]
@@ -371,8 +390,7 @@ func (d *decoder) memoize(op byte, i uint64) error {
 	if (top.k == kFreshDict || top.k == kEmptyList) && top.n == 0 && i < 1<<55 {
 		top.n = i + 1
 	}
-	d.memoPut(i, *top)
-	return nil
+	return d.memoPut(i, *top)
 }
 
 func (d *decoder) memoFetch(op byte, i uint64) error {
@@ -380,18 +398,28 @@ func (d *decoder) memoFetch(op byte, i uint64) error {
 	if !ok {
 		return d.fail(op, "memo slot %d was never stored", i)
 	}
+	if err := d.unshared(op, v); err != nil {
+		return err
+	}
+	d.push(v)
+	return nil
+}
+
+// unshared refuses a second reference to a trace entry, block or segment:
+// PyTorch writes each once, and counting one twice would double figures.
+func (d *decoder) unshared(op byte, v value) error {
 	switch v.k {
 	case kTrace, kBlock, kSegment:
 		return d.fail(op, "%s is referenced twice; snapshots never share those", v.k)
 	}
-	d.push(v)
 	return nil
 }
 
 // setMemo records a container's new identity in its memo slot.
 func (d *decoder) setMemo(slot uint64, v value) {
 	if slot > 0 {
-		d.memoPut(slot-1, v)
+		// The slot exists already, so this cannot fail.
+		_ = d.memoPut(slot-1, v)
 	}
 }
 

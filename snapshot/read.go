@@ -99,13 +99,9 @@ func (d *decoder) finish(v value) error {
 	default:
 		return &Error{Offset: d.op, Msg: fmt.Sprintf("not a PyTorch memory snapshot: the pickle holds %s, not a dict or a list of segments", v.k)}
 	}
-	if !s.Layout.BlockAddress {
-		for i := range s.Segments {
-			a := s.Segments[i].Address
-			for j := range s.Segments[i].Blocks {
-				s.Segments[i].Blocks[j].Address = a
-				a += s.Segments[i].Blocks[j].Size
-			}
+	for i := range s.Segments {
+		if err := d.tile(i, &s.Segments[i]); err != nil {
+			return err
 		}
 	}
 	s.Stacks = d.stacks
@@ -114,6 +110,29 @@ func (d *decoder) finish(v value) error {
 		for i, m := range d.metaArr {
 			s.Meta[d.eventRef(i)] = m
 		}
+	}
+	return nil
+}
+
+// tile checks that a segment's blocks cover it exactly, in address order,
+// as the allocator guarantees, and fills in block addresses for layouts that
+// lack them. Every figure (free gaps, maps drawn to scale) relies on it.
+func (d *decoder) tile(i int, sg *Segment) error {
+	a := sg.Address
+	for j := range sg.Blocks {
+		b := &sg.Blocks[j]
+		if !d.out.Layout.BlockAddress {
+			b.Address = a
+		} else if b.Address != a {
+			return &Error{Offset: d.op, Msg: fmt.Sprintf("segments[%d] (device %d, address %#x): block %d starts at %#x, want %#x (blocks must tile the segment in order)", i, sg.Device, sg.Address, j, b.Address, a)}
+		}
+		if a+b.Size < a {
+			return &Error{Offset: d.op, Msg: fmt.Sprintf("segments[%d] (device %d, address %#x): block %d of %d bytes runs past the end of the address space", i, sg.Device, sg.Address, j, b.Size)}
+		}
+		a += b.Size
+	}
+	if a-sg.Address != sg.TotalSize {
+		return &Error{Offset: d.op, Msg: fmt.Sprintf("segments[%d] (device %d, address %#x): its blocks add up to %d bytes but total_size is %d", i, sg.Device, sg.Address, a-sg.Address, sg.TotalSize)}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand"
 	"os"
@@ -315,6 +316,12 @@ func TestBadInput(t *testing.T) {
 		{"int top", []byte("\x80\x04K\x05."), 5, "the pickle holds an int, not a dict or a list of segments"},
 		{"bad state", []byte("\x80\x04]}(\x8c\x05state\x8c\x04oops\x8c\x04size\x4b\x01ua."), 26, `unknown block state "oops"`},
 		{"trailing mark", []byte("\x80\x04(]."), 4, "STOP inside an unfinished MARK"},
+		{"stack flood", append(append([]byte("\x80\x04("), bytes.Repeat([]byte("N"), 70000)...), 'l', '.'), 3 + stackFloor + 1, "65537 values wait on the stack after 65540 bytes"},
+		{"too many marks", append([]byte("\x80\x04"), bytes.Repeat([]byte("("), maxMarks+2)...), 2 + maxMarks + 1, "MARKs open"},
+		{"memo far apart", farMemo(), 2 + 1 + 5*maxSparse, "memo slots far from the ones in use"},
+		{"dup segment", []byte("\x80\x04]}(\x8c\ntotal_size\x4b\x00\x8c\x06blocks]u2e."), 29, "a segment dict is referenced twice"},
+		{"blocks short", read(t, "testdata/bad-total.pickle"), 261, "segments[0] (device 0, address 0x100000): its blocks add up to 512 bytes but total_size is 1024"},
+		{"blocks gap", read(t, "testdata/bad-address.pickle"), 290, "segments[0] (device 0, address 0x100000): block 1 starts at 0x100400, want 0x100200"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,6 +335,16 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// farMemo stores one value in memo slots 4096 apart, past the sparse cap.
+func farMemo() []byte {
+	b := []byte("\x80\x04N")
+	for i := 0; i <= maxSparse; i++ {
+		b = append(b, 'r', 0, 0, 0, 0)
+		binary.LittleEndian.PutUint32(b[len(b)-4:], uint32((i+2)*2048))
+	}
+	return append(b, '.')
 }
 
 func read(t *testing.T, p string) []byte {

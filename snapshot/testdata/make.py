@@ -117,3 +117,12 @@ write('list-p4.pickle', snapshot()['segments'], 4)
 # Hostile and wrong files.
 write('ordereddict.pickle', collections.OrderedDict(a=1), 4)      # REDUCE/GLOBAL
 write('not-a-snapshot.pickle', {'hello': [1, 2, 3]}, 4)
+# Blocks that do not tile their segment: short of total_size, and a gap.
+def seg(total, blocks):
+    return [{'device': 0, 'address': 1 << 20, 'total_size': total, 'allocated_size': 0,
+             'active_size': 0, 'requested_size': 0, 'stream': 0, 'segment_type': 'small',
+             'segment_pool_id': (0, 0), 'is_expandable': False, 'frames': [], 'blocks': blocks}]
+def blk(addr, size):
+    return {'address': addr, 'size': size, 'requested_size': 0, 'state': 'inactive', 'frames': []}
+write('bad-total.pickle', seg(1024, [blk(1 << 20, 512)]), 4)
+write('bad-address.pickle', seg(1024, [blk(1 << 20, 512), blk((1 << 20) + 1024, 512)]), 4)
