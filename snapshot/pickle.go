@@ -21,7 +21,7 @@ const (
 	// before one APPENDS, but each of its trace entries takes ~50 bytes.
 	stackFloor = 1 << 16
 	stackRatio = 16
-	maxMarks = 1 << 16 // nesting depth; real snapshots nest fewer than 10 deep
+	maxMarks   = 1 << 16 // nesting depth; real snapshots nest fewer than 10 deep
 	// maxSparse bounds memo slots stored far from the slots in use.
 	maxSparse = 1 << 20
 	// memoAhead is how far past the slots in use a memo index may land and
