@@ -31,6 +31,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"stream":  stream,
 	"verdict": func(v string) string { return verdictName(v, labels["en"]) },
 	"inc":     func(i int) int { return i + 1 },
+	"deref":   func(b *bool) bool { return b != nil && *b },
 }).Parse(htmlTemplate))
 
 // Map geometry, in SVG user units (pixels).
@@ -278,12 +279,16 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 			continue
 		}
 		idx = append(idx, i)
-		total += sg.TotalSize
+		// Saturate: hand-built snapshots can claim any size.
+		total = min(total+sg.TotalSize, 1<<62)
+		if total < sg.TotalSize {
+			total = 1 << 62
+		}
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return s.Segments[idx[a]].Address < s.Segments[idx[b]].Address })
 	m.DrawnSegments = len(idx)
 	bpr := uint64(1 << 20)
-	for bpr*maxRows < total {
+	for bpr < 1<<56 && bpr*maxRows < total {
 		bpr <<= 1
 	}
 	m.BytesPerRow = size(bpr)
@@ -306,6 +311,7 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 		m.Edges = append(m.Edges, htmlEdge{X: fx(x0), Y1: fx(rowY(r0) - 2), Y2: fx(rowY(r0) + rowHeight + 2)})
 		var alloc, free, largest uint64
 		boff := off
+		segEnd := off + min(sg.TotalSize, total-off)
 		for j := range sg.Blocks {
 			b := &sg.Blocks[j]
 			cls, state := blockClass(b.State)
@@ -322,13 +328,18 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 			}
 			title += "\n" + site
 			hb := htmlBlock{Class: cls, Title: title, Bytes: b.Size, Seg: i, K: k}
-			start, end := boff, boff+b.Size
-			if start/bpr == (end-1)/bpr || b.Size == 0 {
+			// Blocks are drawn inside their segment only, however large a
+			// (hand-built) snapshot says they are.
+			start, end := min(boff, segEnd), min(boff+b.Size, segEnd)
+			if end < start {
+				end = start
+			}
+			if end == start || start/bpr == (end-1)/bpr {
 				r := start / bpr
 				hb.Rect = true
 				hb.X = fx(float64(mapLeft) + float64(start%bpr)*scale)
 				hb.Y = fx(rowY(r))
-				hb.W = fx(float64(b.Size) * scale)
+				hb.W = fx(float64(end-start) * scale)
 				hb.H = fx(rowHeight)
 			} else {
 				var d strings.Builder
@@ -344,7 +355,7 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 			m.Blocks = append(m.Blocks, hb)
 			boff = end
 		}
-		off += sg.TotalSize
+		off = segEnd
 		k, site := st.get(sg.Stack)
 		_ = k
 		segs = append(segs, htmlSegment{

@@ -241,3 +241,30 @@ func TestHTMLNoTrace(t *testing.T) {
 	// Empty snapshot: still a page.
 	renderPage(t, analyze(&snapshot.Snapshot{}), nil)
 }
+
+// Sizes near the top of uint64 (a hand-built snapshot, or one whose blocks
+// claim more than their segment) give a bounded page and non-negative pprof
+// values instead of a loop that never ends.
+func TestHugeSizes(t *testing.T) {
+	s := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{
+			{Address: 0, TotalSize: 1 << 63, Blocks: []snapshot.Block{{Size: 1 << 63, State: snapshot.ActiveAllocated}}},
+			{Address: 1 << 63, TotalSize: 2 << 20, Blocks: []snapshot.Block{{Address: 1 << 63, Size: 1 << 50, State: snapshot.ActiveAllocated}}},
+			{Address: 3 << 62, TotalSize: 1 << 63, Blocks: []snapshot.Block{{Address: 3 << 62, Size: 1 << 63, State: snapshot.ActiveAllocated}}},
+		},
+		Stacks: [][]snapshot.Frame{nil},
+	}
+	var b strings.Builder
+	if err := HTML(&b, memory.Analyze(s, memory.Options{RequestDevice: -1}), s, "huge"); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 1<<20 {
+		t.Errorf("page of %d bytes", b.Len())
+	}
+	p := Profile(s, "huge")
+	for _, smp := range p.Sample {
+		if smp.Value[0] < 0 {
+			t.Errorf("negative sample value %d", smp.Value[0])
+		}
+	}
+}

@@ -232,3 +232,39 @@ func TestClip(t *testing.T) {
 		t.Error("clip changed a short string")
 	}
 }
+
+// A frame name with terminal escapes (a shared snapshot can hold anything)
+// reaches the text report only as U+FFFD; the HTML footer says whether
+// expandable segments were on, from the settings, not from the pointer.
+func TestHostileStringsAndSettings(t *testing.T) {
+	s := oomSnapshot()
+	s.Stacks = append([][]snapshot.Frame(nil), s.Stacks...)
+	s.Stacks[1] = []snapshot.Frame{{Name: "evil\x1b]0;PWN\x07\x1b[2J\x9b", Filename: "m\x00odel.py", Line: 3}}
+	var b strings.Builder
+	if err := Text(&b, analyze(s), Options{Lang: "en"}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, c := range []string{"\x1b", "\x07", "\x00", "\u009b"} {
+		if strings.Contains(out, c) {
+			t.Errorf("text output holds control character %q", c)
+		}
+	}
+	if !strings.Contains(out, "evil\uFFFD]0;PWN\uFFFD\uFFFD[2J\uFFFD") {
+		t.Errorf("sanitised name missing from:\n%s", out)
+	}
+	for _, on := range []bool{false, true} {
+		s.Settings.ExpandableSegments = on
+		var h strings.Builder
+		if err := HTML(&h, analyze(s), s, "x"); err != nil {
+			t.Fatal(err)
+		}
+		want, bad := "expandable_segments off", "expandable_segments on"
+		if on {
+			want, bad = bad, want
+		}
+		if !strings.Contains(h.String(), want) || strings.Contains(h.String(), bad) {
+			t.Errorf("settings expandable=%v: page does not say %q alone", on, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package memview
 
 import (
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -101,7 +102,8 @@ func Profile(s *snapshot.Snapshot, comment string) *profile.Profile {
 		for j := range seg.Blocks {
 			if blk := &seg.Blocks[j]; blk.State.Active() {
 				smp := sampleOf(blk.Stack)
-				smp.Value[0] += int64(blk.Size)
+				// Saturate rather than wrap negative (pprof values are int64).
+				smp.Value[0] = int64(min(uint64(smp.Value[0])+min(blk.Size, math.MaxInt64), math.MaxInt64))
 				smp.Value[1]++
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/memory"
 )
@@ -40,8 +41,35 @@ func Text(w io.Writer, r *memory.Report, o Options) error {
 	if o.Stacks {
 		stacksText(&b, r, L)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable(b.String()))
 	return err
+}
+
+// printable replaces control characters (other than newlines) and invalid
+// UTF-8 with U+FFFD. Frame names and file names come from the snapshot, and
+// a shared snapshot must not be able to retitle or clear the terminal that
+// prints its report.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) || r == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0)
 }
 
 func header(r *memory.Report, o Options, L map[string]string, W int) string {
@@ -322,6 +350,6 @@ func DiffText(w io.Writer, d *memory.Diff, before, after string, o Options) erro
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable(b.String()))
 	return err
 }
