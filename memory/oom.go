@@ -24,6 +24,10 @@ const (
 	VerdictUnknown       = "unknown"
 	// VerdictFits answers a --request question that a free block serves.
 	VerdictFits = "fits"
+	// VerdictExceedsAvailable is a request larger than all PyTorch held plus
+	// what the device had free (or than the card): freeing tensors in this
+	// process cannot make room for it.
+	VerdictExceedsAvailable = "exceeds_available"
 )
 
 // explainOOM explains the trace's last oom event, or the request the user
@@ -68,8 +72,9 @@ func (a *analysis) explainOOM(traces []traceSummary, opt Options, r *Report) *OO
 }
 
 // verdict applies the rules in order: (for a --request question) a free
-// block that serves it; free memory in the right pool that
-// is too scattered; memory outside the allocator; live tensors; unknown.
+// block that serves it; free memory in the right pool that is too scattered;
+// memory outside the allocator; a request larger than everything this
+// process could get; live tensors; unknown.
 func verdict(o *OOM) string {
 	req := o.RequestedBytes
 	switch {
@@ -80,10 +85,29 @@ func verdict(o *OOM) string {
 	case o.CapacityBytes != nil && o.OutsideBytes != nil && *o.OutsideBytes >= req &&
 		*o.OutsideBytes >= *o.CapacityBytes/10:
 		return VerdictOutside
-	case 2*o.AllocatedBytes >= o.ReservedBytes: // allocated ≥ reserved/2, exactly
+	case exceedsAvailable(o):
+		return VerdictExceedsAvailable
+	case o.ReservedBytes > 0 && 2*o.AllocatedBytes >= o.ReservedBytes && // allocated ≥ reserved/2, exactly
+		req <= satAdd(o.ReservedBytes, derefOr(o.DeviceFreeBytes)):
 		return VerdictLiveTensors
 	}
 	return VerdictUnknown
+}
+
+// exceedsAvailable reports whether the request is larger than the card, or
+// than all the memory PyTorch held plus what the device had free.
+func exceedsAvailable(o *OOM) bool {
+	if o.CapacityBytes != nil && o.RequestedBytes > *o.CapacityBytes {
+		return true
+	}
+	return o.DeviceFreeBytes != nil && o.RequestedBytes > satAdd(o.ReservedBytes, *o.DeviceFreeBytes)
+}
+
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // needSmall reports whether a request is served by the small pool.

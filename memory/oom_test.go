@@ -172,12 +172,32 @@ var oomCases = []struct {
 	},
 	{
 		name: "unknown without the capacity",
-		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, mib),
-		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(1048576),
+		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, 15*mib),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(15728640),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
 			Pool: "large", Verdict: VerdictUnknown, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
 		fix: []string{"--capacity"},
+	},
+	{
+		// 20 MiB asked, 10 MiB reserved + 1 MiB free on the device: even
+		// with every tensor freed, 11 MiB is all this process could get.
+		name: "exceeds what the process could get",
+		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, mib),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(1048576),
+			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
+			Pool: "large", Verdict: VerdictExceedsAvailable, Event: 0, TimeUS: 7, Source: "trace",
+			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
+		fix: []string{"Make the single tensor smaller"},
+	},
+	{
+		// Nothing reserved yet and a request larger than the card.
+		name: "larger than the card",
+		s:    &snapshot.Snapshot{Stacks: [][]snapshot.Frame{nil}, Streams: []uint64{0}},
+		opt:  Options{Request: 100 * gib, Capacity: 80 * gib},
+		want: &OOM{Device: 0, RequestedBytes: 107374182400, CapacityBytes: ptr(85899345920),
+			Pool: "large", Verdict: VerdictExceedsAvailable, Event: -1, Source: "request", Frames: []Frame{}},
+		fix: []string{"Make the single tensor smaller"},
 	},
 	{
 		// 1 GiB - 10 MiB - (1 GiB - 40 MiB) = 30 MiB outside: at least the

@@ -70,6 +70,21 @@ func explain(o *OOM, settings *snapshot.Settings, top []Site) {
 		o.Fix = fmt.Sprintf("Other processes or non-PyTorch memory (NCCL buffers, cuBLAS workspaces, the CUDA context) hold %s: run nvidia-smi to see the processes on the GPU, and call torch.cuda.mem_get_info() inside the job to see its free and total memory.", out)
 		o.FixZH = fmt.Sprintf("其他进程或非 PyTorch 内存（NCCL 缓冲区、cuBLAS 工作区、CUDA 上下文）占用了 %s：运行 nvidia-smi 查看 GPU 上的进程，并在作业内调用 torch.cuda.mem_get_info() 查看空闲和总显存。", out)
 
+	case VerdictExceedsAvailable:
+		if o.CapacityBytes != nil && o.RequestedBytes > *o.CapacityBytes {
+			capacity := fb(*o.CapacityBytes)
+			o.Reason = fmt.Sprintf("The %s request is larger than device %d's whole %s: no setting or freeing makes it fit.", req, o.Device, capacity)
+			o.ReasonZH = fmt.Sprintf("%s 的请求大于设备 %d 的全部显存 %s：任何设置或释放都无法放下它。", req, o.Device, capacity)
+		} else {
+			free := fb(derefOr(o.DeviceFreeBytes))
+			o.Reason = fmt.Sprintf("The %s request is larger than all the memory PyTorch held on device %d (%s reserved) plus what the device had free (%s): freeing tensors in this process cannot make room for it.",
+				req, o.Device, reserved, free)
+			o.ReasonZH = fmt.Sprintf("%s 的请求大于 PyTorch 在设备 %d 上持有的全部显存（保留 %s）加上设备的空闲显存（%s）：释放本进程中的张量也腾不出这么多空间。",
+				req, o.Device, reserved, free)
+		}
+		o.Fix = "Make the single tensor smaller: a smaller batch, sequence length or resolution, or split the work across devices (tensor or sequence parallelism). If other processes share the GPU, nvidia-smi shows what they hold."
+		o.FixZH = "让这个张量变小：减小批大小、序列长度或分辨率，或把计算拆分到多个设备（张量并行或序列并行）。如果有其他进程共用这张 GPU，nvidia-smi 可以看到它们占用的显存。"
+
 	case VerdictLiveTensors:
 		when, whenZh := "at snapshot time", "快照时"
 		if trace {

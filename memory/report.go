@@ -18,7 +18,7 @@ type Report struct {
 	OOM      *OOM      `json:"oom"`
 	TopSites []Site    `json:"top_sites"`
 	Peak     *Peak     `json:"peak"`
-	Timeline *Timeline `json:"timeline,omitempty"`
+	Timeline *Timeline `json:"timeline"`
 	// Layout describes the file (protocol, detected PyTorch-era features).
 	Layout snapshot.Layout `json:"-"`
 	Info   Info            `json:"info"`
@@ -31,10 +31,10 @@ type Info struct {
 	TraceEvents   int    `json:"trace_events"`
 	Stacks        int    `json:"stacks"`
 	Format        string `json:"format"` // e.g. "dict, pickle protocol 4" or "segment list"
-	AllocatorConf string `json:"allocator_conf,omitempty"`
+	AllocatorConf string `json:"allocator_conf"`
 	// Expandable is the allocator_settings expandable_segments flag; nil
 	// when the file has no settings.
-	Expandable *bool `json:"expandable_segments,omitempty"`
+	Expandable *bool `json:"expandable_segments"`
 }
 
 // Figures are the memory figures of a device or a pool.
@@ -136,16 +136,16 @@ type OOM struct {
 	CapacityBytes *uint64 `json:"capacity_bytes,omitempty"`
 	Pool          string  `json:"pool"`
 	Stream        uint64  `json:"stream"`
-	// Verdict is "fragmentation", "live_tensors", "outside_allocator" or
-	// "unknown".
+	// Verdict is "fragmentation", "outside_allocator", "exceeds_available",
+	// "live_tensors", "fits" (a --request a free block serves) or "unknown".
 	Verdict  string  `json:"verdict"`
 	Reason   string  `json:"reason"`
 	ReasonZH string  `json:"reason_zh"`
 	Fix      string  `json:"fix"`
 	FixZH    string  `json:"fix_zh"`
 	Frames   []Frame `json:"frames"`
-	Site     string  `json:"site,omitempty"`
-	TimeUS   int64   `json:"time_us,omitempty"`
+	Site     string  `json:"site"`
+	TimeUS   int64   `json:"time_us"`
 	Event    int     `json:"event"`  // index in the device's trace; -1 for --request
 	Source   string  `json:"source"` // "trace" or "request"
 	// ReplayedAt is true when the figures were rebuilt for the moment of the
@@ -158,7 +158,7 @@ type Peak struct {
 	Device   int    `json:"device"`
 	Bytes    uint64 `json:"bytes"`
 	TimeUS   int64  `json:"time_us"`
-	Event    int    `json:"event"` // index of the event that reached it; -1: at the end
+	Event    int    `json:"event"` // index of the event that reached it
 	TopSites []Site `json:"top_sites"`
 }
 
