@@ -381,7 +381,11 @@ func TestCorruption(t *testing.T) {
 		for j := 0; j < 1+rng.Intn(4); j++ {
 			c[1+rng.Intn(len(c)-1)] = byte(rng.Intn(256))
 		}
-		Read(bytes.NewReader(c))
+		_, err := Read(bytes.NewReader(c))
+		var e *Error
+		if err != nil && (!errors.As(err, &e) || e.Offset > int64(len(c))) {
+			t.Fatalf("corruption %d: %v (%T)", i, err, err)
+		}
 	}
 }
 
@@ -394,7 +398,11 @@ func FuzzRead(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		Read(bytes.NewReader(b))
+		_, err := Read(bytes.NewReader(b))
+		var e *Error
+		if err != nil && (!errors.As(err, &e) || e.Offset < 0 || e.Offset > int64(len(b))) {
+			t.Fatalf("error %v (%T) is not an *Error with an offset inside the %d-byte input", err, err, len(b))
+		}
 	})
 }
 
