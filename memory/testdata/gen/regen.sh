@@ -13,6 +13,7 @@ $G --out $D/expandable_2.3.pickle --layout 2.3 --expandable --vary --steps 3 --e
 $G --out $D/oom_live_tensors_2.5.pickle --layout 2.5 --scenario live_tensors --capacity 2GiB --vary --seed 6
 $G --out $D/oom_fragmentation_2.8.pickle --layout 2.8 --scenario fragmentation --capacity 1GiB --after-oom --vary --seed 7
 $G --out $D/oom_outside_2.10.pickle --layout 2.10 --scenario outside --capacity 8GiB --outside 5GiB --record-capacity --vary --seed 8
+$G --out $D/oom_exceeds_available_2.10.pickle --layout 2.10 --scenario outside --capacity 8GiB --outside 5GiB --vary --seed 13
 $G --out $D/pools_streams_pending_2.10.pickle --layout 2.10 --private-pool --side-stream --pending-free --vary --steps 2 --seed 9
 $G --out $D/ring_wrapped_windows_2.8.pickle --layout 2.8 --max-entries 300 --paths windows --vary --hook --steps 4 --seed 10
 $G --out $D/segments_list.pickle --layout list --vary --steps 2 --seed 11
