@@ -63,7 +63,7 @@ var fixtureCases = []struct {
 }{
 	{
 		file: "MAGMA27-assignment2-systems__memory_snapshot.pickle",
-		info: Info{Segments: 216, Blocks: 455, TraceEvents: 5163, Stacks: 1038, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
+		info: Info{Segments: 216, Blocks: 455, TraceEvents: 5163, Stacks: 54, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
 		devices: []deviceFig{
 			{0, Figures{ReservedBytes: 14180941824, AllocatedBytes: 1377753600, ActiveBytes: 1377753600, InactiveBytes: 12803188224, RequestedBytes: 1373919236, RoundingBytes: 3834364, ReleasableBytes: 11773411328, StrandedBytes: 1029776896, LargestFreeBlockBytes: 329252864, Fragmentation: 0.9742835254594786, TypicalRequestBytes: 2359296, SmallFreeBlocks: 38, Segments: 216, Blocks: 455, SegmentStates: SegStates{Full: 5, Mixed: 41, Free: 170}, BlockStates: BlockCount{ActiveAllocated: CountBytes{229, 1377753600}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{226, 12803188224}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 14164164608, AllocatedBytes: 1377402880, ActiveBytes: 1377402880, InactiveBytes: 12786761728, RequestedBytes: 1373569024, RoundingBytes: 3833856, ReleasableBytes: 11760828416, StrandedBytes: 1025933312, LargestFreeBlockBytes: 329252864, Fragmentation: 0.974250488825563, TypicalRequestBytes: 2359296, SmallFreeBlocks: 36, Segments: 208, Blocks: 390, SegmentStates: SegStates{Full: 5, Mixed: 39, Free: 164}, BlockStates: BlockCount{ActiveAllocated: CountBytes{175, 1377402880}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{215, 12786761728}}, ExpandableSegments: 0, ExpandableBytes: 0},
@@ -77,7 +77,7 @@ var fixtureCases = []struct {
 	},
 	{
 		file: "Muduard-LayoutEditing__dump_snapshot.pickle",
-		info: Info{Segments: 673, Blocks: 6644, TraceEvents: 2, Stacks: 5091, Format: "dict, pickle protocol 4"},
+		info: Info{Segments: 673, Blocks: 6644, TraceEvents: 2, Stacks: 51, Format: "dict, pickle protocol 4"},
 		devices: []deviceFig{
 			{1, Figures{ReservedBytes: 11274289152, AllocatedBytes: 10715782144, ActiveBytes: 10715782144, InactiveBytes: 558507008, RequestedBytes: 10631047746, RoundingBytes: 84734398, ReleasableBytes: 228589568, StrandedBytes: 329917440, LargestFreeBlockBytes: 134217728, Fragmentation: 0.7596847916364909, TypicalRequestBytes: 1310720, SmallFreeBlocks: 102, Segments: 673, Blocks: 6644, SegmentStates: SegStates{Full: 443, Mixed: 222, Free: 8}, BlockStates: BlockCount{ActiveAllocated: CountBytes{6240, 10715782144}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{404, 558507008}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 10770972672, AllocatedBytes: 10287783936, ActiveBytes: 10287783936, InactiveBytes: 483188736, RequestedBytes: 10203471872, RoundingBytes: 84312064, ReleasableBytes: 228589568, StrandedBytes: 254599168, LargestFreeBlockBytes: 134217728, Fragmentation: 0.7222250478951562, TypicalRequestBytes: 2621440, SmallFreeBlocks: 55, Segments: 433, Blocks: 3285, SegmentStates: SegStates{Full: 368, Mixed: 57, Free: 8}, BlockStates: BlockCount{ActiveAllocated: CountBytes{3171, 10287783936}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{114, 483188736}}, ExpandableSegments: 0, ExpandableBytes: 0},
@@ -91,7 +91,7 @@ var fixtureCases = []struct {
 	},
 	{
 		file: "Muduard-LayoutEditing__memory_snapshot.pkl",
-		info: Info{Segments: 255, Blocks: 2140, TraceEvents: 0, Stacks: 805, Format: "segment list, pickle protocol 4"},
+		info: Info{Segments: 255, Blocks: 2140, TraceEvents: 0, Stacks: 11, Format: "segment list, pickle protocol 4"},
 		devices: []deviceFig{
 			{1, Figures{ReservedBytes: 3649044480, AllocatedBytes: 3353639424, ActiveBytes: 3353639424, InactiveBytes: 295405056, RequestedBytes: 3308174782, RoundingBytes: 45464642, ReleasableBytes: 0, StrandedBytes: 295405056, LargestFreeBlockBytes: 31457280, Fragmentation: 0.8935113690132643, TypicalRequestBytes: 655360, SmallFreeBlocks: 11, Segments: 255, Blocks: 2140, SegmentStates: SegStates{Full: 123, Mixed: 132, Free: 0}, BlockStates: BlockCount{ActiveAllocated: CountBytes{1938, 3353639424}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{202, 295405056}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 3372220416, AllocatedBytes: 3104120832, ActiveBytes: 3104120832, InactiveBytes: 268099584, RequestedBytes: 3058737152, RoundingBytes: 45383680, ReleasableBytes: 0, StrandedBytes: 268099584, LargestFreeBlockBytes: 31457280, Fragmentation: 0.8826656888807407, TypicalRequestBytes: 2621440, SmallFreeBlocks: 9, Segments: 123, Blocks: 821, SegmentStates: SegStates{Full: 112, Mixed: 11, Free: 0}, BlockStates: BlockCount{ActiveAllocated: CountBytes{783, 3104120832}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{38, 268099584}}, ExpandableSegments: 0, ExpandableBytes: 0},
@@ -103,7 +103,7 @@ var fixtureCases = []struct {
 	},
 	{
 		file: "Yiyi-philosophy-LLM-inference__oom_snapshot.pickle",
-		info: Info{Segments: 176, Blocks: 463, TraceEvents: 1, Stacks: 460, Format: "dict, pickle protocol 4"},
+		info: Info{Segments: 176, Blocks: 463, TraceEvents: 1, Stacks: 3, Format: "dict, pickle protocol 4"},
 		devices: []deviceFig{
 			{0, Figures{ReservedBytes: 11844714496, AllocatedBytes: 11840159744, ActiveBytes: 11840159744, InactiveBytes: 4554752, RequestedBytes: 11840159744, RoundingBytes: 0, ReleasableBytes: 0, StrandedBytes: 4554752, LargestFreeBlockBytes: 2080768, Fragmentation: 0.5431654676258992, TypicalRequestBytes: 8192, SmallFreeBlocks: 2, Segments: 176, Blocks: 463, SegmentStates: SegStates{Full: 173, Mixed: 3, Free: 0}, BlockStates: BlockCount{ActiveAllocated: CountBytes{460, 11840159744}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{3, 4554752}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 11840520192, AllocatedBytes: 11837128704, ActiveBytes: 11837128704, InactiveBytes: 3391488, RequestedBytes: 11837128704, RoundingBytes: 0, ReleasableBytes: 0, StrandedBytes: 3391488, LargestFreeBlockBytes: 2080768, Fragmentation: 0.38647342995169087, TypicalRequestBytes: 33554432, SmallFreeBlocks: 2, Segments: 174, Blocks: 176, SegmentStates: SegStates{Full: 172, Mixed: 2, Free: 0}, BlockStates: BlockCount{ActiveAllocated: CountBytes{174, 11837128704}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{2, 3391488}}, ExpandableSegments: 0, ExpandableBytes: 0},
@@ -115,7 +115,7 @@ var fixtureCases = []struct {
 	},
 	{
 		file: "drisspg-transformer_nuggets__test_data_mini_snapshot.pickle",
-		info: Info{Segments: 14, Blocks: 14, TraceEvents: 50, Stacks: 32, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
+		info: Info{Segments: 14, Blocks: 14, TraceEvents: 50, Stacks: 17, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
 		devices: []deviceFig{
 			{0, Figures{ReservedBytes: 421527552, AllocatedBytes: 0, ActiveBytes: 0, InactiveBytes: 421527552, RequestedBytes: 0, RoundingBytes: 0, ReleasableBytes: 421527552, StrandedBytes: 0, LargestFreeBlockBytes: 134217728, Fragmentation: 0.681592039800995, TypicalRequestBytes: 0, SmallFreeBlocks: 0, Segments: 14, Blocks: 14, SegmentStates: SegStates{Full: 0, Mixed: 0, Free: 14}, BlockStates: BlockCount{ActiveAllocated: CountBytes{0, 0}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{14, 421527552}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 419430400, AllocatedBytes: 0, ActiveBytes: 0, InactiveBytes: 419430400, RequestedBytes: 0, RoundingBytes: 0, ReleasableBytes: 419430400, StrandedBytes: 0, LargestFreeBlockBytes: 134217728, Fragmentation: 0.6799999999999999, TypicalRequestBytes: 0, SmallFreeBlocks: 0, Segments: 13, Blocks: 13, SegmentStates: SegStates{Full: 0, Mixed: 0, Free: 13}, BlockStates: BlockCount{ActiveAllocated: CountBytes{0, 0}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{13, 419430400}}, ExpandableSegments: 0, ExpandableBytes: 0},
@@ -129,7 +129,7 @@ var fixtureCases = []struct {
 	},
 	{
 		file: "kkaitlyn111-cs336-a2-systems__memory_snapshot.pickle",
-		info: Info{Segments: 1457, Blocks: 1912, TraceEvents: 0, Stacks: 28, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
+		info: Info{Segments: 1457, Blocks: 1912, TraceEvents: 0, Stacks: 6, Format: "dict, pickle protocol 4", AllocatorConf: "", Expandable: ptrBool(false)},
 		devices: []deviceFig{
 			{0, Figures{ReservedBytes: 75902222336, AllocatedBytes: 55083942400, ActiveBytes: 55083942400, InactiveBytes: 20818279936, RequestedBytes: 54660612100, RoundingBytes: 423330300, ReleasableBytes: 18981322752, StrandedBytes: 1836957184, LargestFreeBlockBytes: 329252864, Fragmentation: 0.9841844347846126, TypicalRequestBytes: 27262976, SmallFreeBlocks: 493, Segments: 1457, Blocks: 1912, SegmentStates: SegStates{Full: 786, Mixed: 110, Free: 561}, BlockStates: BlockCount{ActiveAllocated: CountBytes{1202, 55083942400}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{710, 20818279936}}, ExpandableSegments: 0, ExpandableBytes: 0}, []Figures{
 				Figures{ReservedBytes: 75860279296, AllocatedBytes: 55078649856, ActiveBytes: 55078649856, InactiveBytes: 20781629440, RequestedBytes: 54655320064, RoundingBytes: 423329792, ReleasableBytes: 18958254080, StrandedBytes: 1823375360, LargestFreeBlockBytes: 329252864, Fragmentation: 0.984156542442901, TypicalRequestBytes: 27262976, SmallFreeBlocks: 460, Segments: 1437, Blocks: 1561, SegmentStates: SegStates{Full: 786, Mixed: 101, Free: 550}, BlockStates: BlockCount{ActiveAllocated: CountBytes{908, 55078649856}, ActivePendingFree: CountBytes{0, 0}, Inactive: CountBytes{653, 20781629440}}, ExpandableSegments: 0, ExpandableBytes: 0},

@@ -1,22 +1,53 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"math"
 )
 
 // appendItems appends items to the list *t, giving an empty list its
 // storage on first use.
 func (d *decoder) appendItems(op byte, t *value, items []value) error {
-	switch t.k {
-	case kEmptyList:
+	if t.k == kEmptyList {
 		slot := t.n
-		if v, ok := d.memoGet(slot - 1); slot > 0 && ok && v.k == kList {
+		if v, ok := d.memoGet(slot - 1); slot > 0 && ok && (v.k == kList || v.k == kStack) {
 			*t = v // appended to before, through another reference
-		} else {
-			d.lists = append(d.lists, glist{})
-			*t = value{k: kList, n: uint64(len(d.lists) - 1)}
-			d.setMemo(slot, *t)
 		}
+	}
+	switch t.k {
+	case kEmptyList, kStack:
+		// A frames list becomes a stack at once, without a list object:
+		// PyTorch writes a fresh frames list for nearly every event.
+		if allFrames(items) {
+			var base []Frame
+			if t.k == kStack {
+				base = d.stacks[StackID(t.n)]
+			}
+			id, err := d.internStack(op, base, items)
+			if err != nil {
+				return err
+			}
+			slot := t.n >> 32
+			if t.k == kEmptyList {
+				slot = t.n
+			}
+			*t = value{k: kStack, n: uint64(id) | slot<<32}
+			d.setMemo(slot, value{k: kStack, n: uint64(id)})
+			return nil
+		}
+		var start []value
+		if t.k == kStack {
+			for _, f := range d.stacks[StackID(t.n)] {
+				start = append(start, d.frameValue(f))
+			}
+		}
+		slot := t.n
+		if t.k == kStack {
+			slot = t.n >> 32
+		}
+		d.lists = append(d.lists, glist{items: start})
+		*t = value{k: kList, n: uint64(len(d.lists) - 1)}
+		d.setMemo(slot, *t)
 	case kList:
 	default:
 		return d.fail(op, "appending to %s, not a list", t.k)
@@ -42,6 +73,83 @@ func (d *decoder) appendItems(op byte, t *value, items []value) error {
 		l.items = append(l.items, it)
 	}
 	return nil
+}
+
+func allFrames(items []value) bool {
+	for _, it := range items {
+		if it.k != kFrame {
+			return false
+		}
+	}
+	return len(items) > 0
+}
+
+// frameValue turns a frame of a stack back into a frame value (for the rare
+// list that mixes frames with other values after it became a stack).
+func (d *decoder) frameValue(f Frame) value {
+	d.frames = append(d.frames, f)
+	d.frameCanon = append(d.frameCanon, 0)
+	return value{k: kFrame, n: uint64(len(d.frames) - 1)}
+}
+
+// canonFrame is the content id of frame dict i: equal frames get equal ids
+// even when the file holds them as separate dicts.
+func (d *decoder) canonFrame(f Frame) uint32 {
+	if id, ok := d.frameIDs[f]; ok {
+		return id
+	}
+	id := uint32(len(d.frameIDs))
+	d.frameIDs[f] = id
+	return id
+}
+
+// internStack returns the StackID of base followed by the frames in items
+// (kFrame or kStr values), one id per distinct content.
+func (d *decoder) internStack(op byte, base []Frame, items []value) (StackID, error) {
+	key := d.stackKey[:0]
+	for _, f := range base {
+		key = binary.LittleEndian.AppendUint32(key, d.canonFrame(f))
+	}
+	for _, it := range items {
+		var id uint32
+		switch it.k {
+		case kFrame:
+			c := &d.frameCanon[it.n]
+			if *c == 0 {
+				*c = d.canonFrame(d.frames[it.n]) + 1
+			}
+			id = *c - 1
+		case kStr:
+			// forward_frames style pre-formatted strings.
+			id = d.canonFrame(Frame{Name: d.strs[it.n]})
+		default:
+			return 0, d.fail(op, "a frame is %s, want a dict with filename, line and name", it.k)
+		}
+		key = binary.LittleEndian.AppendUint32(key, id)
+	}
+	d.stackKey = key
+	if len(key) == 0 {
+		return 0, nil
+	}
+	if id, ok := d.stackIDs[string(key)]; ok {
+		return id, nil
+	}
+	if len(d.stacks) >= math.MaxUint32 {
+		return 0, d.fail(op, "too many distinct stacks")
+	}
+	fs := make([]Frame, 0, len(base)+len(items))
+	fs = append(fs, base...)
+	for _, it := range items {
+		if it.k == kFrame {
+			fs = append(fs, d.frames[it.n])
+		} else {
+			fs = append(fs, Frame{Name: d.strs[it.n]})
+		}
+	}
+	id := StackID(len(d.stacks))
+	d.stacks = append(d.stacks, fs)
+	d.stackIDs[string(key)] = id
+	return id, nil
 }
 
 // key returns the known-string id of a dict key (0 for others).
@@ -89,6 +197,7 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 			*t = value{k: kBlock, n: uint64(len(d.blocks) - 1)}
 		case filename && line:
 			d.frames = append(d.frames, Frame{})
+			d.frameCanon = append(d.frameCanon, 0)
 			*t = value{k: kFrame, n: uint64(len(d.frames) - 1)}
 		default:
 			d.dicts = append(d.dicts, gdict{})
@@ -191,11 +300,13 @@ func itoa(i int64) string {
 	return s
 }
 
-// stackOf converts a frames list to a StackID, once per list object.
+// stackOf converts a frames value to a StackID.
 func (d *decoder) stackOf(op byte, v value) (StackID, error) {
 	switch v.k {
 	case kEmptyList, kNone:
 		return 0, nil
+	case kStack:
+		return StackID(v.n), nil
 	case kList:
 	default:
 		return 0, d.fail(op, "frames is %s, want a list", v.k)
@@ -207,28 +318,12 @@ func (d *decoder) stackOf(op byte, v value) (StackID, error) {
 	if l.trN > 0 {
 		return 0, d.fail(op, "frames holds trace entries")
 	}
-	fs := make([]Frame, 0, len(l.items))
-	for _, it := range l.items {
-		switch it.k {
-		case kFrame:
-			fs = append(fs, d.frames[it.n])
-		case kStr:
-			// forward_frames style pre-formatted strings.
-			fs = append(fs, Frame{Name: d.strs[it.n]})
-		default:
-			return 0, d.fail(op, "a frame is %s, want a dict with filename, line and name", it.k)
-		}
-	}
-	id := StackID(0)
-	if len(fs) > 0 {
-		if len(d.stacks) >= math.MaxUint32 {
-			return 0, d.fail(op, "too many distinct stacks")
-		}
-		id = StackID(len(d.stacks))
-		d.stacks = append(d.stacks, fs)
+	id, err := d.internStack(op, nil, l.items)
+	if err != nil {
+		return 0, err
 	}
 	l = &d.lists[v.n]
-	l.stack, l.hasStack = id, true
+	l.stack, l.hasStack, l.items = id, true, nil
 	return id, nil
 }
 

@@ -65,12 +65,16 @@ const (
 	kTrace     // n indexes the trace arena
 	kBlock     // n indexes d.blocks
 	kSegment   // n indexes d.segs
+	// kStack is a frames list turned into a stack as it was filled: the low
+	// 32 bits of n are the StackID; on the stack (never in the memo) the
+	// high bits hold the list's memo slot+1, so a later append can update it.
+	kStack
 )
 
 var kindNames = [...]string{kNone: "None", kBool: "a bool", kInt: "an int", kUint: "an int", kBig: "an int",
 	kFloat: "a float", kStr: "a str", kBytes: "bytes", kList: "a list", kEmptyList: "a list", kDict: "a dict",
 	kFreshDict: "a dict", kTuple: "a tuple", kFrame: "a frame dict", kTrace: "a trace entry dict",
-	kBlock: "a block dict", kSegment: "a segment dict"}
+	kBlock: "a block dict", kSegment: "a segment dict", kStack: "a list"}
 
 func (k kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -183,35 +187,43 @@ type decoder struct {
 
 	stack  []value
 	marks  []int
-	memo   [][]uint64       // chunks of packed values
+	memo   [][]uint32       // chunks of packed values
 	memoN  uint64           // slots MEMOIZE has used
 	wide   map[uint64]value // dense slots whose value does not pack
 	sparse map[uint64]value // slots far beyond the dense range
 
-	strs    []string
-	strKey  []uint8 // known-string id per strs index
-	intern  map[string]uint32
-	lists   []glist
-	dicts   []gdict
-	tuples  [][]value
-	bigs    []*big.Int
-	frames  []Frame
-	blocks  []Block
-	segs    []Segment
-	traces  Trace // the arena: every device's entries, one after another
-	metaArr map[uint64]EventMeta
-	stacks  [][]Frame
-	streams map[uint64]uint16
-	out     *Snapshot
+	strs   []string
+	strKey []uint8 // known-string id per strs index
+	intern map[string]uint32
+	lists  []glist
+	dicts  []gdict
+	tuples [][]value
+	bigs   []*big.Int
+	frames []Frame
+	// frameCanon caches canonFrame+1 per frame dict; frameIDs and stackIDs
+	// intern frames and stacks by content; stackKey is scratch.
+	frameCanon []uint32
+	frameIDs   map[Frame]uint32
+	stackIDs   map[string]StackID
+	stackKey   []byte
+	blocks     []Block
+	segs       []Segment
+	traces     Trace // the arena: every device's entries, one after another
+	metaArr    map[uint64]EventMeta
+	stacks     [][]Frame
+	streams    map[uint64]uint16
+	out        *Snapshot
 }
 
 func newDecoder(r io.Reader) *decoder {
 	d := &decoder{
-		r:       r,
-		buf:     make([]byte, 64<<10),
-		intern:  make(map[string]uint32),
-		streams: map[uint64]uint16{0: 0},
-		stacks:  [][]Frame{nil},
+		r:        r,
+		buf:      make([]byte, 64<<10),
+		intern:   make(map[string]uint32),
+		streams:  map[uint64]uint16{0: 0},
+		stacks:   [][]Frame{nil},
+		frameIDs: map[Frame]uint32{},
+		stackIDs: map[string]StackID{},
 		out: &Snapshot{
 			Streams:        []uint64{0},
 			UnknownActions: map[string]int{},
@@ -311,15 +323,27 @@ func (d *decoder) below(op byte, i int) (int, error) {
 
 const memoBits = 12
 
-func pack(v value) (uint64, bool) {
-	if v.n >= 1<<56 {
+// A memo slot packs a value into 32 bits: 5 bits of kind, 27 of n. A
+// snapshot memoises one or a few values per event, so this halves the
+// memo's share of memory. Values that do not fit go to d.wide.
+const (
+	packBits = 27
+	wideTag  = 31 // kind bits of a slot whose value lives in d.wide
+)
+
+func pack(v value) (uint32, bool) {
+	n := v.n
+	switch v.k {
+	case kFreshDict, kEmptyList:
+		n = 0 // the slot is implied by where it is stored
+	case kStack:
+		n &= 1<<32 - 1
+	}
+	if n >= 1<<packBits {
 		return 0, false
 	}
-	return uint64(v.k)<<56 | v.n, true
+	return uint32(v.k)<<packBits | uint32(n), true
 }
-
-// wideTag marks a memo slot whose value lives in d.wide.
-const wideTag = 0xff
 
 // memoPut stores v in slot i. Picklers number slots 0, 1, 2, ...; a slot
 // far beyond the dense range goes to a map, so a hostile file cannot make
@@ -340,7 +364,7 @@ func (d *decoder) memoPut(i uint64, v value) error {
 		return nil
 	}
 	if c == uint64(len(d.memo)) {
-		d.memo = append(d.memo, make([]uint64, 1<<memoBits))
+		d.memo = append(d.memo, make([]uint32, 1<<memoBits))
 	}
 	p, ok := pack(v)
 	if !ok {
@@ -348,7 +372,7 @@ func (d *decoder) memoPut(i uint64, v value) error {
 			d.wide = map[uint64]value{}
 		}
 		d.wide[i] = v
-		p = wideTag << 56
+		p = wideTag << packBits
 	}
 	slot := &d.memo[c][i&(1<<memoBits-1)]
 	if *slot == 0 {
@@ -373,11 +397,18 @@ func (d *decoder) memoGet(i uint64) (value, bool) {
 		v, ok := d.sparse[i]
 		return v, ok
 	}
-	if p>>56 == wideTag {
+	if p>>packBits == wideTag {
 		v, ok := d.wide[i]
 		return v, ok
 	}
-	return value{k: kind(p >> 56), n: p & (1<<56 - 1)}, true
+	v := value{k: kind(p >> packBits), n: uint64(p & (1<<packBits - 1))}
+	switch v.k {
+	case kFreshDict, kEmptyList:
+		v.n = i + 1
+	case kStack:
+		v.n |= (i + 1) << 32
+	}
+	return v, true
 }
 
 // memoize stores the stack top in slot i. An empty list or dict learns its
@@ -387,8 +418,13 @@ func (d *decoder) memoize(op byte, i uint64) error {
 		return d.fail(op, "memoize with an empty stack")
 	}
 	top := &d.stack[len(d.stack)-1]
-	if (top.k == kFreshDict || top.k == kEmptyList) && top.n == 0 && i < 1<<55 {
-		top.n = i + 1
+	switch top.k {
+	case kFreshDict, kEmptyList:
+		if top.n == 0 {
+			top.n = i + 1
+		}
+	case kStack:
+		top.n = top.n&(1<<32-1) | (i+1)<<32
 	}
 	return d.memoPut(i, *top)
 }

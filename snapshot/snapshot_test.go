@@ -22,7 +22,8 @@ func realFile(t testing.TB, name string) string {
 }
 
 // Figures of the six real snapshots, computed independently with Python's
-// pickle.load (see the commit that added this test).
+// pickle.load. Stacks count distinct contents (name, filename, line with
+// "unknown" as 0) of the non-empty frame lists in use.
 func TestRealSnapshots(t *testing.T) {
 	tests := []struct {
 		file                        string
@@ -34,12 +35,12 @@ func TestRealSnapshots(t *testing.T) {
 		devices                     []int
 		segmentsOnly, history, time bool
 	}{
-		{"MAGMA27-assignment2-systems__memory_snapshot.pickle", 216, 455, 14180941824, 1377753600, 0, 12803188224, 1038, []int{5163}, []int{0}, false, false, true},
-		{"Muduard-LayoutEditing__dump_snapshot.pickle", 673, 6644, 11274289152, 10715782144, 0, 558507008, 5091, []int{1, 1}, []int{1}, false, false, true},
-		{"Muduard-LayoutEditing__memory_snapshot.pkl", 255, 2140, 3649044480, 3353639424, 0, 295405056, 805, nil, []int{1}, true, false, false},
-		{"Yiyi-philosophy-LLM-inference__oom_snapshot.pickle", 176, 463, 11844714496, 11840159744, 0, 4554752, 460, []int{1}, []int{0}, false, true, false},
-		{"drisspg-transformer_nuggets__test_data_mini_snapshot.pickle", 14, 14, 421527552, 0, 0, 421527552, 32, []int{50}, []int{0}, false, false, true},
-		{"kkaitlyn111-cs336-a2-systems__memory_snapshot.pickle", 1457, 1912, 75902222336, 55083942400, 0, 20818279936, 28, []int{0}, []int{0}, false, false, false},
+		{"MAGMA27-assignment2-systems__memory_snapshot.pickle", 216, 455, 14180941824, 1377753600, 0, 12803188224, 54, []int{5163}, []int{0}, false, false, true},
+		{"Muduard-LayoutEditing__dump_snapshot.pickle", 673, 6644, 11274289152, 10715782144, 0, 558507008, 51, []int{1, 1}, []int{1}, false, false, true},
+		{"Muduard-LayoutEditing__memory_snapshot.pkl", 255, 2140, 3649044480, 3353639424, 0, 295405056, 11, nil, []int{1}, true, false, false},
+		{"Yiyi-philosophy-LLM-inference__oom_snapshot.pickle", 176, 463, 11844714496, 11840159744, 0, 4554752, 3, []int{1}, []int{0}, false, true, false},
+		{"drisspg-transformer_nuggets__test_data_mini_snapshot.pickle", 14, 14, 421527552, 0, 0, 421527552, 17, []int{50}, []int{0}, false, false, true},
+		{"kkaitlyn111-cs336-a2-systems__memory_snapshot.pickle", 1457, 1912, 75902222336, 55083942400, 0, 20818279936, 6, []int{0}, []int{0}, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

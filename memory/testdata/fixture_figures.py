@@ -204,15 +204,18 @@ def main(root):
                 b.setdefault("address", a)
                 a += b["size"]
             by_dev.setdefault(s["device"], []).append(s)
+        # Distinct stack contents; a line outside 1..2^63-1 is "unknown" (0).
+        def stack_key(fl):
+            return tuple((f["name"], f["filename"], f["line"] if 0 < f["line"] < 2**63 else 0) for f in fl)
         stacks = set()
         for s in segs:
             for fl in [s.get("frames")] + [block_frames(b) for b in s["blocks"]]:
                 if fl:
-                    stacks.add(id(fl))
+                    stacks.add(stack_key(fl))
         for tr in traces:
             for e in tr:
                 if e.get("frames"):
-                    stacks.add(id(e["frames"]))
+                    stacks.add(stack_key(e["frames"]))
         print("\t{\n\t\tfile: %s," % go_str(name))
         fmt = "%s, pickle protocol %d" % ("segment list" if isinstance(data, list) else "dict", raw[1] if raw[0] == 0x80 else 0)
         settings = "" if isinstance(data, list) else data.get("allocator_settings")
