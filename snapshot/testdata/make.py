@@ -114,6 +114,20 @@ for p in (2, 3, 4, 5):
 write('hand-p4.pickle.gz', snapshot(), 4, gz=True)
 write('legacy-p4.pickle', legacy(), 4)
 write('list-p4.pickle', snapshot()['segments'], 4)
+def deep():
+    """A 1500-frame stack (pickled as two APPENDS batches), the same content
+    as a separate list object, and a list of frames and strings."""
+    shared = [frame('f%d' % (i % 7), 'deep.py', i) for i in range(7)]
+    deep_stack = [shared[i % 7] for i in range(1500)]
+    copy = [dict(f) for f in deep_stack]          # same content, other objects
+    mixed = [frame('g', 'g.py', 1), 'File "x.py", line 2, in h']
+    seg = {'device': 0, 'address': 0, 'total_size': 1536, 'allocated_size': 1536,
+           'active_size': 1536, 'requested_size': 1536, 'stream': 0, 'segment_type': 'small',
+           'segment_pool_id': (0, 0), 'is_expandable': False, 'frames': deep_stack,
+           'blocks': [{'address': a, 'size': 512, 'requested_size': 512, 'state': 'active_allocated',
+                       'frames': fr} for a, fr in ((0, deep_stack), (512, copy), (1024, mixed))]}
+    return {'segments': [seg], 'device_traces': [[]]}
+
 # Hostile and wrong files.
 write('ordereddict.pickle', collections.OrderedDict(a=1), 4)      # REDUCE/GLOBAL
 write('not-a-snapshot.pickle', {'hello': [1, 2, 3]}, 4)
@@ -126,3 +140,5 @@ def blk(addr, size):
     return {'address': addr, 'size': size, 'requested_size': 0, 'state': 'inactive', 'frames': []}
 write('bad-total.pickle', seg(1024, [blk(1 << 20, 512)]), 4)
 write('bad-address.pickle', seg(1024, [blk(1 << 20, 512), blk((1 << 20) + 1024, 512)]), 4)
+write('deep-p4.pickle', deep(), 4)
+write('deep-p2.pickle', deep(), 2)
