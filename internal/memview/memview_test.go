@@ -268,3 +268,16 @@ func TestHostileStringsAndSettings(t *testing.T) {
 		}
 	}
 }
+
+// A long snapshot path keeps its end (the file name) within the width.
+func TestHeaderClipsLongPath(t *testing.T) {
+	name := "/very/long/" + strings.Repeat("directory/", 12) + "oom_snapshot_rank3.pickle"
+	var b strings.Builder
+	if err := Text(&b, analyze(oomSnapshot()), Options{Lang: "en", Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(b.String(), "\n")
+	if width(first) > 100 || !strings.HasSuffix(first, "directory/oom_snapshot_rank3.pickle") || !strings.HasPrefix(first, "gpudx mem: …") {
+		t.Errorf("first line (%d columns): %s", width(first), first)
+	}
+}

@@ -77,6 +77,14 @@ func header(r *memory.Report, o Options, L map[string]string, W int) string {
 	if name == "" {
 		name = "-"
 	}
+	// A long path keeps its end, where the file name is.
+	if room := W - width("gpudx mem: …"); width(name) > room && room > 8 {
+		for width(name) > room-1 {
+			_, n := utf8.DecodeRuneInString(name)
+			name = name[n:]
+		}
+		name = "…" + name
+	}
 	parts := []string{name}
 	if r.Info.Format != "" {
 		parts = append(parts, r.Info.Format)
