@@ -206,11 +206,16 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 		d.setMemo(slot, *t)
 	}
 	var err error
+	if t.k == kTrace { // the hot path: tens of millions of events
+		e := d.traces.At(int(t.n))
+		for i := 0; i < len(pairs) && err == nil; i += 2 {
+			err = d.setTrace(op, e, t.n, d.key(pairs[i]), pairs[i+1])
+		}
+		return err
+	}
 	for i := 0; i < len(pairs) && err == nil; i += 2 {
 		k, v := pairs[i], pairs[i+1]
 		switch t.k {
-		case kTrace:
-			err = d.setTrace(op, t.n, d.key(k), v)
 		case kSegment:
 			err = d.setSegment(op, &d.segs[t.n], d.key(k), v)
 		case kBlock:
@@ -327,8 +332,7 @@ func (d *decoder) stackOf(op byte, v value) (StackID, error) {
 	return id, nil
 }
 
-func (d *decoder) setTrace(op byte, i uint64, key uint8, v value) error {
-	e := d.traces.At(int(i))
+func (d *decoder) setTrace(op byte, e *TraceEntry, i uint64, key uint8, v value) error {
 	var err error
 	switch key {
 	case sAction:

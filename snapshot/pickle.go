@@ -276,6 +276,15 @@ func (d *decoder) truncated(op byte, want int) error {
 
 // bytes returns the next n bytes; they stay valid until the next read.
 func (d *decoder) bytes(op byte, n int) ([]byte, error) {
+	if d.end-d.pos >= n { // the fast path, small enough to inline
+		b := d.buf[d.pos : d.pos+n]
+		d.pos += n
+		return b, nil
+	}
+	return d.bytesSlow(op, n)
+}
+
+func (d *decoder) bytesSlow(op byte, n int) ([]byte, error) {
 	if !d.fill(n) {
 		return nil, d.truncated(op, n)
 	}
