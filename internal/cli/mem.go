@@ -68,8 +68,8 @@ error happen, and which code holds the memory?
 
 The first screen gives the OOM (the size requested, what the device had
 free, the largest free block in the cache at that moment), the verdict
-(fragmentation, live tensors fill the memory, memory held outside PyTorch's
-allocator) with its figures and the fix that fits it, the code path of the
+(fragmentation, memory held outside PyTorch's allocator, a request larger
+than everything the process could get, live tensors fill the memory) with its figures and the fix that fits it, the code path of the
 failing request, and the allocation sites that hold the most memory. Then
 per device and pool: reserved, allocated, active and free memory, rounding
 overhead, releasable and stranded free memory, the largest free block,
