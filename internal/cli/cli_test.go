@@ -157,6 +157,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", "", nil, []string{"diagnoze"}, 2, "", `unknown command "diagnoze"`},
 		{"terminal stdin and no file", "", map[string]string{"TTY": "1"}, []string{"diagnose"}, 2, "", "no input"},
 		{"binary file refused", "", nil, []string{"diagnose", bin}, 2, "", "looks like a binary file"},
+		{"snapshot given to diagnose", "", nil, []string{"diagnose", "../../snapshot/testdata/hand-p4.pickle"}, 2, "", "a Python pickle, not a log; if it is a PyTorch memory snapshot, read it with: gpudx mem ../../snapshot/testdata/hand-p4.pickle"},
 		{"binary file with --binary", "", nil, []string{"diagnose", "--binary", "-f", "json", bin}, 0, `"cuda/illegal-memory-access"`, ""},
 		{"gzip read transparently", "", nil, []string{"diagnose", "-f", "json", gz}, 0, `"first_line": 2`, ""},
 		{"corrupt gzip reports and still prints", "", nil, []string{"diagnose", "-f", "json", badgz}, 2, `"diagnoses"`, "bad.gz"},

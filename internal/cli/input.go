@@ -101,6 +101,10 @@ func openInput(in input, stdin io.Reader, allowBinary bool) (io.Reader, func() e
 		}
 		return &gzipErrReader{zr, in.name}, closeFn, nil
 	}
+	if !allowBinary && looksPickle(head) {
+		closeFn()
+		return nil, nil, usageErr("%s: a Python pickle, not a log; if it is a PyTorch memory snapshot, read it with: gpudx mem %s", in.name, in.name)
+	}
 	if !allowBinary && looksBinary(head) {
 		closeFn()
 		return nil, nil, usageErr("%s: looks like a binary file (NUL bytes in its first 8 KiB), not a log; use --binary to scan it anyway", in.name)
@@ -130,6 +134,12 @@ func peekHead(br *bufio.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return head, nil
+}
+
+// looksPickle: pickles of protocol 2 and later start with PROTO (0x80) and
+// the protocol number.
+func looksPickle(head []byte) bool {
+	return len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5
 }
 
 // looksBinary: a NUL byte in the head means the input is not text.
