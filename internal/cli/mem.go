@@ -119,7 +119,7 @@ truncated, or holding a refused opcode).`,
 	f.StringVar(&o.capacity, "capacity", "", "the device's total memory (`SIZE`, e.g. 80GB): tells memory held outside PyTorch apart")
 	f.IntVar(&o.top, "top", 10, "how many allocation sites to list")
 	f.BoolVar(&o.stacks, "stacks", false, "text: print the full stacks of the top sites and of the OOM request")
-	f.StringVar(&o.lang, "lang", "en", "language of text output: en or zh")
+	f.StringVar(&o.lang, "lang", "en", "language of the text and html output: en or zh")
 	cmd.AddCommand(newMemDiffCmd(env))
 	return cmd
 }
@@ -184,7 +184,7 @@ func runMem(env *IO, o memOpts, path string) error {
 			case "json":
 				return memview.JSON(w, r)
 			case "html":
-				return memview.HTML(w, r, s, displayName(path))
+				return memview.HTML(w, r, s, memview.Options{Lang: o.lang, Name: displayName(path)})
 			}
 			return memview.Text(w, r, memview.Options{Lang: o.lang, Stacks: o.stacks, Name: displayName(path)})
 		})

@@ -242,3 +242,60 @@ func TestMemRealSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// TestMemHTMLLang: --lang applies to --format html: the Chinese page says
+// lang="zh", has the Chinese headings and the report's reason_zh and
+// fix_zh, and none of the English headings.
+func TestMemHTMLLang(t *testing.T) {
+	needFile(t, handSnap)
+	dir := t.TempDir()
+	r := run(t, "", nil, "mem", "-f", "json", handSnap)
+	var rep struct {
+		OOM struct {
+			ReasonZH string `json:"reason_zh"`
+			FixZH    string `json:"fix_zh"`
+		} `json:"oom"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.OOM.ReasonZH == "" || rep.OOM.FixZH == "" {
+		t.Fatalf("json: %v, oom %+v", err, rep.OOM)
+	}
+	page := func(lang string) string {
+		t.Helper()
+		p := filepath.Join(dir, lang+".html")
+		if r := run(t, "", nil, "mem", "--format", "html", "--lang", lang, "-o", p, handSnap); r.code != 0 || r.out != "" || r.err != "" {
+			t.Fatalf("html --lang %s: exit %d, stdout %q, stderr %q", lang, r.code, r.out, r.err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	en, zh := page("en"), page("zh")
+	esc := func(s string) string {
+		return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+	}
+	for _, want := range []string{`<html lang="zh">`, ">谁占着显存</h2>", ">段分布图</h2>", ">峰值</h2>", ">各项数据</h2>",
+		"显存不足（OOM），设备 cuda:0", esc(rep.OOM.ReasonZH), esc(rep.OOM.FixZH)} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("zh page lacks %q", want)
+		}
+	}
+	for _, h := range []string{`<html lang="en">`, ">Who holds the memory</h2>", ">Segment map</h2>", ">Peak</h2>", ">Figures</h2>",
+		">Out of memory on cuda:0", "Verdict: "} {
+		if !strings.Contains(en, h) {
+			t.Errorf("en page lacks %q", h)
+		}
+		if strings.Contains(zh, h) {
+			t.Errorf("zh page holds the English %q", h)
+		}
+	}
+	// Standard output too, and the language does not change the drawing.
+	out := run(t, "", nil, "mem", "-f", "html", "--lang", "zh", handSnap)
+	if out.code != 0 || out.out != zh {
+		t.Errorf("zh page to standard output differs from the file (exit %d)", out.code)
+	}
+	if strings.Count(zh, "<rect ")+strings.Count(zh, "<path ") != strings.Count(en, "<rect ")+strings.Count(en, "<path ") {
+		t.Error("the zh page draws other blocks than the en page")
+	}
+}

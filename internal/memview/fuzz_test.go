@@ -30,7 +30,7 @@ func FuzzViews(f *testing.F) {
 		if err := Text(io.Discard, r, Options{Lang: "zh", Stacks: true}); err != nil {
 			t.Fatal(err)
 		}
-		if err := HTML(io.Discard, r, s, "fuzz"); err != nil {
+		if err := HTML(io.Discard, r, s, Options{Name: "fuzz", Lang: "zh"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := Pprof(io.Discard, s, "fuzz"); err != nil {

@@ -21,6 +21,8 @@ const MaxDrawnBlocks = 20000
 //go:embed html.tmpl
 var htmlTemplate string
 
+// pageTmpl is never executed itself: HTML executes a clone whose label
+// functions speak the page's language.
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"size":    size,
 	"pct":     percent,
@@ -29,10 +31,58 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"device":  device,
 	"frame":   frameText,
 	"stream":  stream,
-	"verdict": func(v string) string { return verdictName(v, labels["en"]) },
 	"inc":     func(i int) int { return i + 1 },
 	"deref":   func(b *bool) bool { return b != nil && *b },
+	"t":       func(string, ...any) string { return "" },
+	"markup":  func(string) template.HTML { return "" },
+	"verdict": func(string) string { return "" },
+	"site":    func(string) string { return "" },
 }).Parse(htmlTemplate))
+
+// labelFuncs are the template functions that write the fixed words of the
+// page in L's language: t formats a label (fmt verbs, the arguments given),
+// markup writes a label that holds markup (a key ending in _html; the
+// labels are constants of this package, never data from the snapshot),
+// verdict names a verdict, and site writes a site (memory.NoStack in L's
+// words).
+func labelFuncs(L map[string]string) template.FuncMap {
+	return template.FuncMap{
+		"t": func(key string, args ...any) string {
+			return label(L, key, args...)
+		},
+		"markup": func(key string) template.HTML {
+			if !strings.HasSuffix(key, "_html") {
+				panic("memview: markup of label " + key + ", which is not an _html label")
+			}
+			return template.HTML(label(L, key))
+		},
+		"verdict": func(v string) string { return verdictName(v, L) },
+		"site":    func(s string) string { return siteName(s, L) },
+	}
+}
+
+// siteName writes a site, the placeholder for a block without a stack in
+// L's words.
+func siteName(s string, L map[string]string) string {
+	if s == memory.NoStack {
+		return label(L, "nostack")
+	}
+	return s
+}
+
+// label is L's label for key, formatted with args; English where L lacks it.
+func label(L map[string]string, key string, args ...any) string {
+	f, ok := L[key]
+	if !ok {
+		if f, ok = labels["en"][key]; !ok {
+			panic("memview: no label " + key)
+		}
+	}
+	if len(args) == 0 {
+		return f
+	}
+	return fmt.Sprintf(f, args...)
+}
 
 // Map geometry, in SVG user units (pixels).
 const (
@@ -45,6 +95,7 @@ const (
 )
 
 type htmlPage struct {
+	Lang     string // the lang attribute of the page: en or zh
 	Title    string
 	R        *memory.Report
 	Summary  string
@@ -145,14 +196,41 @@ type htmlPeakMark struct {
 // the script and the pictures are inline): the OOM explained, who holds the
 // memory, the segment map of each device drawn from s's blocks (to scale,
 // coloured by state, every block with a tooltip), the timeline of the trace
-// with its peak, and the figures per device and pool.
-func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, title string) error {
+// with its peak, and the figures per device and pool. o.Name titles the
+// page and o.Lang picks its language (en, the default, or zh); the other
+// options shape the text view only.
+func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error {
 	if s == nil {
 		s = &snapshot.Snapshot{}
 	}
-	pg := &htmlPage{Title: title, R: r, MaxDrawn: MaxDrawnBlocks, Settings: s.Settings}
-	pg.Summary = strings.TrimSuffix(strings.TrimPrefix(header(r, Options{Name: title}, labels["en"], 1<<20), "gpudx mem: "), "\n")
-	st := newStackTable(s)
+	L := lang(o)
+	lng := "en"
+	if _, ok := labels[o.Lang]; ok {
+		lng = o.Lang
+	}
+	tmpl, err := pageTmpl.Clone()
+	if err != nil {
+		return err
+	}
+	tmpl.Funcs(labelFuncs(L))
+	pg := &htmlPage{Lang: lng, Title: o.Name, R: r, MaxDrawn: MaxDrawnBlocks, Settings: s.Settings}
+	pg.Summary = strings.TrimSuffix(strings.TrimPrefix(header(r, Options{Name: o.Name}, L, 1<<20), "gpudx mem: "), "\n")
+	if r.OOM != nil && lng == "zh" {
+		// The template writes the report's reason and fix; a copy keeps
+		// the caller's report as it was.
+		oom := *r.OOM
+		if oom.ReasonZH != "" {
+			oom.Reason = oom.ReasonZH
+		}
+		if oom.FixZH != "" {
+			oom.Fix = oom.FixZH
+		}
+		rc := *r
+		rc.OOM = &oom
+		r = &rc
+		pg.R = r
+	}
+	st := newStackTable(s, L)
 	drawn := chooseSegments(s, MaxDrawnBlocks)
 	byDev := map[int][]int{}
 	for i := range s.Segments {
@@ -161,7 +239,7 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, title string) err
 	}
 	for _, d := range r.Devices {
 		hd := htmlDevice{D: d}
-		hd.Cols, hd.Rows = figureTable(&d)
+		hd.Cols, hd.Rows = figureTable(&d, L)
 		hd.Map, hd.Segments = segmentMap(s, byDev[d.Device], drawn, st)
 		pg.Drawn += len(hd.Map.Blocks)
 		pg.Omitted.Segments += hd.Map.Omitted.Segments
@@ -170,14 +248,15 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, title string) err
 		pg.Devices = append(pg.Devices, hd)
 	}
 	pg.Stacks, pg.Frames = st.stacks, st.frames
-	pg.Chart = timelineChart(r)
-	return pageTmpl.Execute(w, pg)
+	pg.Chart = timelineChart(r, L)
+	return tmpl.Execute(w, pg)
 }
 
 // stackTable names the stacks of the drawn blocks: the site for the
 // tooltip, the kept frames for the details panel.
 type stackTable struct {
 	s      *snapshot.Snapshot
+	L      map[string]string // the page's labels, for the tooltips
 	index  map[snapshot.StackID]int
 	site   []string
 	stacks [][]int // frame indices, innermost first
@@ -185,8 +264,8 @@ type stackTable struct {
 	fIndex map[string]int
 }
 
-func newStackTable(s *snapshot.Snapshot) *stackTable {
-	return &stackTable{s: s, index: map[snapshot.StackID]int{}, fIndex: map[string]int{}}
+func newStackTable(s *snapshot.Snapshot, L map[string]string) *stackTable {
+	return &stackTable{s: s, L: L, index: map[snapshot.StackID]int{}, fIndex: map[string]int{}}
 }
 
 func (t *stackTable) get(id snapshot.StackID) (int, string) {
@@ -198,6 +277,7 @@ func (t *stackTable) get(id snapshot.StackID) (int, string) {
 		frames = t.s.Stacks[id]
 	}
 	site, kept := memory.SiteOf(frames)
+	site = siteName(site, t.L)
 	ids := make([]int, len(kept))
 	for i, f := range kept {
 		txt := frameText(f)
@@ -238,14 +318,15 @@ func chooseSegments(s *snapshot.Snapshot, limit int) []bool {
 	return drawn
 }
 
+// blockClass gives a block's CSS class and the label key of its state.
 func blockClass(st snapshot.BlockState) (string, string) {
 	switch st {
 	case snapshot.ActiveAllocated:
-		return "a", "allocated"
+		return "a", "pg_st_allocated"
 	case snapshot.ActivePendingFree:
-		return "p", "pending free"
+		return "p", "pg_st_pending"
 	}
-	return "f", "free (inactive)"
+	return "f", "pg_st_free"
 }
 
 func poolName(sg *snapshot.Segment) string {
@@ -322,9 +403,9 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 				alloc += b.Size
 			}
 			k, site := st.get(b.Stack)
-			title := fmt.Sprintf("%s · %s · 0x%x", size(b.Size), state, b.Address)
+			title := fmt.Sprintf("%s · %s · 0x%x", size(b.Size), label(st.L, state), b.Address)
 			if b.State.Active() {
-				title += " · requested " + size(b.RequestedSize)
+				title += label(st.L, "pg_tip_requested", size(b.RequestedSize))
 			}
 			title += "\n" + site
 			hb := htmlBlock{Class: cls, Title: title, Bytes: b.Size, Seg: i, K: k}
@@ -376,42 +457,43 @@ func segmentMap(s *snapshot.Snapshot, segIdx []int, drawn []bool, st *stackTable
 }
 
 // figureTable lays out the figures of a device and its pools: one column
-// each, one row per figure.
-func figureTable(d *memory.Device) ([]figCol, []figRow) {
-	cols := []figCol{{"device total"}}
+// each, one row per figure, named and explained in L's language.
+func figureTable(d *memory.Device, L map[string]string) ([]figCol, []figRow) {
+	cols := []figCol{{label(L, "pg_total")}}
 	figs := []*memory.Figures{&d.Figures}
 	for i := range d.Pools {
 		cols = append(cols, figCol{d.Pools[i].Pool})
 		figs = append(figs, &d.Pools[i].Figures)
 	}
-	row := func(name, help string, f func(*memory.Figures) string) figRow {
-		r := figRow{Name: name, Help: help}
+	// key names the row's labels: pg_f_KEY its name, pg_fh_KEY its help.
+	row := func(key string, f func(*memory.Figures) string) figRow {
+		r := figRow{Name: label(L, "pg_f_"+key), Help: label(L, "pg_fh_"+key)}
 		for _, x := range figs {
 			r.Values = append(r.Values, f(x))
 		}
 		return r
 	}
 	return cols, []figRow{
-		row("reserved", "Σ segment sizes: memory PyTorch holds from the driver", func(f *memory.Figures) string { return size(f.ReservedBytes) }),
-		row("allocated", "Σ sizes of blocks backing live tensors", func(f *memory.Figures) string { return size(f.AllocatedBytes) }),
-		row("active", "allocated + freed blocks waiting on other streams", func(f *memory.Figures) string { return size(f.ActiveBytes) }),
-		row("free inside reserved", "Σ inactive blocks", func(f *memory.Figures) string { return size(f.InactiveBytes) }),
-		row("releasable", "free memory in segments with no active block (empty_cache() returns it)", func(f *memory.Figures) string { return size(f.ReleasableBytes) }),
-		row("stranded", "free memory in segments that also hold active blocks", func(f *memory.Figures) string { return size(f.StrandedBytes) }),
-		row("requested", "Σ sizes the callers asked for (active blocks)", func(f *memory.Figures) string { return size(f.RequestedBytes) }),
-		row("rounding", "active − requested", func(f *memory.Figures) string { return size(f.RoundingBytes) }),
-		row("largest free block", "the largest request the cache can serve without a new segment", func(f *memory.Figures) string { return size(f.LargestFreeBlockBytes) }),
-		row("fragmentation", "1 − largest free block / free inside reserved", func(f *memory.Figures) string { return percent(f.Fragmentation) }),
-		row("typical request", "median size of allocated blocks", func(f *memory.Figures) string { return size(f.TypicalRequestBytes) }),
-		row("free blocks < typical request", "free blocks too small for the typical request", func(f *memory.Figures) string { return group(f.SmallFreeBlocks) }),
-		row("segments", "full / mixed / free", func(f *memory.Figures) string {
+		row("reserved", func(f *memory.Figures) string { return size(f.ReservedBytes) }),
+		row("allocated", func(f *memory.Figures) string { return size(f.AllocatedBytes) }),
+		row("active", func(f *memory.Figures) string { return size(f.ActiveBytes) }),
+		row("inactive", func(f *memory.Figures) string { return size(f.InactiveBytes) }),
+		row("releasable", func(f *memory.Figures) string { return size(f.ReleasableBytes) }),
+		row("stranded", func(f *memory.Figures) string { return size(f.StrandedBytes) }),
+		row("requested", func(f *memory.Figures) string { return size(f.RequestedBytes) }),
+		row("rounding", func(f *memory.Figures) string { return size(f.RoundingBytes) }),
+		row("largest", func(f *memory.Figures) string { return size(f.LargestFreeBlockBytes) }),
+		row("frag", func(f *memory.Figures) string { return percent(f.Fragmentation) }),
+		row("typical", func(f *memory.Figures) string { return size(f.TypicalRequestBytes) }),
+		row("small", func(f *memory.Figures) string { return group(f.SmallFreeBlocks) }),
+		row("segments", func(f *memory.Figures) string {
 			return fmt.Sprintf("%s (%s / %s / %s)", group(f.Segments), group(f.SegmentStates.Full), group(f.SegmentStates.Mixed), group(f.SegmentStates.Free))
 		}),
-		row("blocks", "allocated / pending free / free", func(f *memory.Figures) string {
+		row("blocks", func(f *memory.Figures) string {
 			b := f.BlockStates
 			return fmt.Sprintf("%s (%s / %s / %s)", group(f.Blocks), group(b.ActiveAllocated.Count), group(b.ActivePendingFree.Count), group(b.Inactive.Count))
 		}),
-		row("expandable segments", "count (bytes)", func(f *memory.Figures) string {
+		row("expandable", func(f *memory.Figures) string {
 			return fmt.Sprintf("%s (%s)", group(f.ExpandableSegments), size(f.ExpandableBytes))
 		}),
 	}
@@ -428,8 +510,8 @@ const (
 
 // timelineChart draws memory in use over the trace: one line per device,
 // x by time when every point has one, else by event index; the peak is
-// marked.
-func timelineChart(r *memory.Report) *htmlChart {
+// marked; its words are in L's language.
+func timelineChart(r *memory.Report, L map[string]string) *htmlChart {
 	if r.Timeline == nil {
 		return nil
 	}
@@ -497,13 +579,13 @@ func timelineChart(r *memory.Report) *htmlChart {
 		c.YTicks = append(c.YTicks, htmlLabel{X: fx(chartLeft - 6), Y: fx(yOf(b)), Text: size(b)})
 	}
 	if byTime {
-		c.XLabel = "time since the first event shown"
+		c.XLabel = label(L, "pg_x_time")
 		for i := 0; i <= 4; i++ {
 			dt := (t1 - t0) * int64(i) / 4
 			c.XTicks = append(c.XTicks, htmlLabel{X: fx(chartLeft + float64(i)/4*chartWidth), Y: fx(chartTop + chartHeight + 16), Text: seconds(dt), Anchor: tickAnchor(i)})
 		}
 	} else {
-		c.XLabel = "trace event"
+		c.XLabel = label(L, "pg_x_event")
 		for i := 0; i <= 4; i++ {
 			c.XTicks = append(c.XTicks, htmlLabel{X: fx(chartLeft + float64(i)/4*chartWidth), Y: fx(chartTop + chartHeight + 16), Text: group(e1 * i / 4), Anchor: tickAnchor(i)})
 		}
@@ -526,9 +608,9 @@ func timelineChart(r *memory.Report) *htmlChart {
 		if x > chartLeft+chartWidth*0.7 {
 			mk.Anchor, mk.LX = "end", fx(x-8)
 		}
-		mk.Label = fmt.Sprintf("peak %s on %s", size(p.Bytes), device(p.Device))
+		mk.Label = label(L, "pg_peakmark", size(p.Bytes), device(p.Device))
 		if p.Event >= 0 {
-			mk.Label += fmt.Sprintf(" at event %s", group(p.Event))
+			mk.Label += label(L, "pg_peakmark_event", group(p.Event))
 		}
 		c.Peak = mk
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"golang.org/x/net/html"
 
@@ -52,8 +54,14 @@ type page struct {
 // SVG pictures inline.
 func renderPage(t *testing.T, r *memory.Report, s *snapshot.Snapshot) *page {
 	t.Helper()
+	return renderLang(t, r, s, "en")
+}
+
+// renderLang is renderPage in the language lang.
+func renderLang(t *testing.T, r *memory.Report, s *snapshot.Snapshot, lang string) *page {
+	t.Helper()
 	var b bytes.Buffer
-	if err := HTML(&b, r, s, "test.pickle"); err != nil {
+	if err := HTML(&b, r, s, Options{Name: "test.pickle", Lang: lang}); err != nil {
 		t.Fatal(err)
 	}
 	root, err := html.Parse(bytes.NewReader(b.Bytes()))
@@ -255,7 +263,7 @@ func TestHugeSizes(t *testing.T) {
 		Stacks: [][]snapshot.Frame{nil},
 	}
 	var b strings.Builder
-	if err := HTML(&b, memory.Analyze(s, memory.Options{RequestDevice: -1}), s, "huge"); err != nil {
+	if err := HTML(&b, memory.Analyze(s, memory.Options{RequestDevice: -1}), s, Options{Name: "huge"}); err != nil {
 		t.Fatal(err)
 	}
 	if b.Len() > 1<<20 {
@@ -265,6 +273,172 @@ func TestHugeSizes(t *testing.T) {
 	for _, smp := range p.Sample {
 		if smp.Value[0] < 0 {
 			t.Errorf("negative sample value %d", smp.Value[0])
+		}
+	}
+}
+
+// ourText is the text the page writes itself, not data from the snapshot:
+// the text of the headings, navigation, legends, table headers, figure
+// names, notes, summaries and buttons, and the aria-label and title
+// attributes other than the blocks' tooltips (whose words are checked
+// apart). Sites, sizes and other data sit in td, dd, code, pre and the
+// summary's code.
+func ourText(p *page) map[string]bool {
+	out := map[string]bool{}
+	var visit func(n *html.Node, in bool)
+	visit = func(n *html.Node, in bool) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "h1", "h2", "h3", "nav", "th", "dt", "li", "summary", "button", "p", "strong", "span":
+				in = attrOr(n, "class") != "mono" // a site
+			case "td", "dd", "code", "pre", "script", "style", "title", "text", "rect", "path", "polyline":
+				in = false
+			}
+			for _, a := range n.Attr {
+				if (a.Key == "aria-label" || a.Key == "title") && n.Data != "rect" && n.Data != "path" {
+					out[strings.TrimSpace(a.Val)] = true
+				}
+			}
+		}
+		if n.Type == html.TextNode && in {
+			if s := strings.TrimSpace(n.Data); s != "" {
+				out[s] = true
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			visit(c, in)
+		}
+	}
+	visit(p.root, false)
+	return out
+}
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHTMLZh: --lang zh gives a Chinese page: lang="zh", the Chinese
+// headings, the report's reason_zh and fix_zh, Chinese tooltips and axis
+// text, and none of the English page's own words.
+func TestHTMLZh(t *testing.T) {
+	s := oomSnapshot()
+	r := analyze(s)
+	reason, fix := r.OOM.Reason, r.OOM.Fix
+	en := renderLang(t, r, s, "en")
+	zh := renderLang(t, r, s, "zh")
+	if r.OOM.Reason != reason || r.OOM.Fix != fix {
+		t.Error("rendering in Chinese changed the report")
+	}
+	if !strings.Contains(en.raw, `<html lang="en">`) || !strings.Contains(zh.raw, `<html lang="zh">`) {
+		t.Error("the lang attribute does not follow --lang")
+	}
+	if r.OOM.ReasonZH == "" || r.OOM.FixZH == "" {
+		t.Fatal("the report has no Chinese reason or fix")
+	}
+	for _, want := range []string{
+		"显存不足（OOM），设备 cuda:0，跟踪事件 6", "结论：碎片化。", r.OOM.ReasonZH, r.OOM.FixZH,
+		">谁占着显存<", ">段分布图<", ">时间线<", ">峰值<", ">各项数据<", "<th scope=\"col\" class=\"n\">字节</th>",
+		"失败的请求：<code>attention (/home/me/train/model.py:61)</code>",
+		"· 已分配 · 0x", "· 请求 ", "空闲（非活跃）", ">距所示第一个事件的时间</text>", "峰值 ", "设备合计", "碎片率",
+		`return "（未记录调用栈）";`,
+	} {
+		if !strings.Contains(zh.raw, want) && !strings.Contains(zh.raw, html.EscapeString(want)) {
+			t.Errorf("zh page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{r.OOM.Reason, r.OOM.Fix, "Verdict", "Who holds the memory", "requested "} {
+		if strings.Contains(zh.raw, bad) || strings.Contains(zh.raw, html.EscapeString(bad)) {
+			t.Errorf("zh page holds the English %q", bad)
+		}
+	}
+	// Every piece of our own text on the English page is gone from the
+	// Chinese one, and the Chinese page's own text is Chinese (or names:
+	// devices, sizes, the tool).
+	zt := ourText(zh)
+	var leaked []string
+	for s := range ourText(en) {
+		if zt[s] && !hasHan(s) && strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyz") && !strings.HasPrefix(s, "cuda:") &&
+			s != "gpudx mem" && s != "oom" && s != "large" && s != "small" && !strings.Contains(s, "test.pickle") {
+			leaked = append(leaked, s)
+		}
+	}
+	sort.Strings(leaked)
+	if len(leaked) > 0 {
+		t.Errorf("the zh page keeps English text of the en page: %q", leaked)
+	}
+	// The structure is the same: as many block shapes, sections, tables.
+	if len(zh.blocks) != len(en.blocks) || zh.svgs != en.svgs {
+		t.Errorf("zh page draws %d blocks in %d svgs, en %d in %d", len(zh.blocks), zh.svgs, len(en.blocks), en.svgs)
+	}
+	for _, n := range zh.blocks {
+		title := text(n)
+		if strings.Contains(title, "allocated") || strings.Contains(title, "free") || strings.Contains(title, "requested") {
+			t.Errorf("zh tooltip %q is English", title)
+		}
+	}
+	// An unknown language is English.
+	if p := renderLang(t, r, s, "fr"); p.raw != en.raw {
+		t.Error("an unknown language does not give the English page")
+	}
+}
+
+// TestHTMLZhNoOOM: the page without an oom event, and the --request page,
+// in Chinese.
+func TestHTMLZhNoOOM(t *testing.T) {
+	s := oomSnapshot()
+	s.Traces = nil
+	p := renderLang(t, analyze(s), s, "zh")
+	for _, want := range []string{"没有显存不足事件", "跟踪记录中没有 <code>oom</code> 事件", "无峰值："} {
+		if !strings.Contains(p.raw, want) {
+			t.Errorf("zh page without a trace lacks %q", want)
+		}
+	}
+	s = oomSnapshot()
+	r := memory.Analyze(s, memory.Options{Request: 1 << 20, RequestDevice: 0})
+	p = renderLang(t, r, s, "zh")
+	if !strings.Contains(p.raw, "假设请求 1.00 MiB，设备 cuda:0（按快照时的状态）") || !strings.Contains(p.raw, html.EscapeString(r.OOM.ReasonZH)) {
+		t.Errorf("zh --request page lacks its heading or reason:\n%.3000s", p.raw)
+	}
+}
+
+var tmplKey = regexp.MustCompile(`\{\{(?:t|markup) "([a-z0-9_]+)"`)
+
+// TestHTMLLabels: every label the page uses exists in both languages and
+// takes the same arguments in both.
+func TestHTMLLabels(t *testing.T) {
+	used := map[string]bool{}
+	for _, m := range tmplKey.FindAllStringSubmatch(htmlTemplate, -1) {
+		used[m[1]] = true
+	}
+	for k := range labels["en"] {
+		if strings.HasPrefix(k, "pg_") {
+			used[k] = true
+		}
+	}
+	if len(used) < 50 {
+		t.Fatalf("found %d labels in the template", len(used))
+	}
+	for k := range used {
+		for _, lang := range []string{"en", "zh"} {
+			if _, ok := labels[lang][k]; !ok {
+				t.Errorf("%s lacks the label %s", lang, k)
+			}
+		}
+		if hasHan(labels["en"][k]) {
+			t.Errorf("en label %s is Chinese", k)
+		}
+		if strings.Count(labels["en"][k], "%") != strings.Count(labels["zh"][k], "%") {
+			t.Errorf("label %s: en %q and zh %q take different arguments", k, labels["en"][k], labels["zh"][k])
+		}
+	}
+	for k := range labels["zh"] {
+		if _, ok := labels["en"][k]; !ok && strings.HasPrefix(k, "pg_") {
+			t.Errorf("zh label %s has no English", k)
 		}
 	}
 }

@@ -256,7 +256,7 @@ func TestHostileStringsAndSettings(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		s.Settings.ExpandableSegments = on
 		var h strings.Builder
-		if err := HTML(&h, analyze(s), s, "x"); err != nil {
+		if err := HTML(&h, analyze(s), s, Options{Name: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		want, bad := "expandable_segments off", "expandable_segments on"
