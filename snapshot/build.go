@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 )
 
 // appendItems appends items to the list *t, giving an empty list its
@@ -16,34 +17,33 @@ func (d *decoder) appendItems(op byte, t *value, items []value) error {
 	}
 	switch t.k {
 	case kEmptyList, kStack:
-		// A frames list becomes a stack at once, without a list object:
-		// PyTorch writes a fresh frames list for nearly every event.
-		if allFrames(items) {
-			var base []Frame
-			if t.k == kStack {
-				base = d.stacks[StackID(t.n)]
-			}
-			id, err := d.internStack(op, base, items)
+		// A frames list filled by one batch becomes a stack at once,
+		// without a list object: PyTorch writes a fresh frames list for
+		// nearly every event. A full batch (Python's pickler appends 1000
+		// at a time) may be continued, so it takes the list path, where
+		// the stack is made once when the list is used.
+		if t.k == kEmptyList && len(items) < 1000 && allFrames(items) {
+			id, err := d.internStack(op, nil, items)
 			if err != nil {
 				return err
 			}
-			slot := t.n >> 32
-			if t.k == kEmptyList {
-				slot = t.n
-			}
+			slot := t.n
 			*t = value{k: kStack, n: uint64(id) | slot<<32}
 			d.setMemo(slot, value{k: kStack, n: uint64(id)})
 			return nil
 		}
+		if err := d.grow(op); err != nil {
+			return err
+		}
 		var start []value
+		slot := t.n
 		if t.k == kStack {
+			// Appended to after it became a stack (not a pickler's batch
+			// pattern): back to a list of the same frames.
+			slot = t.n >> 32
 			for _, f := range d.stacks[StackID(t.n)] {
 				start = append(start, d.frameValue(f))
 			}
-		}
-		slot := t.n
-		if t.k == kStack {
-			slot = t.n >> 32
 		}
 		d.lists = append(d.lists, glist{items: start})
 		*t = value{k: kList, n: uint64(len(d.lists) - 1)}
@@ -200,6 +200,9 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 			d.frameCanon = append(d.frameCanon, 0)
 			*t = value{k: kFrame, n: uint64(len(d.frames) - 1)}
 		default:
+			if err := d.grow(op); err != nil {
+				return err
+			}
 			d.dicts = append(d.dicts, gdict{})
 			*t = value{k: kDict, n: uint64(len(d.dicts) - 1)}
 		}
@@ -275,9 +278,11 @@ func (d *decoder) show(v value) string {
 	case kStr, kBytes:
 		s := d.strs[v.n]
 		if len(s) > 40 {
-			s = s[:40] + "…"
+			s = s[:40]
 		}
-		return "\"" + s + "\""
+		// Quoted with escapes: the text comes from the file and goes to a
+		// terminal.
+		return strconv.Quote(s)
 	}
 	return ""
 }

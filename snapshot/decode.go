@@ -304,8 +304,11 @@ func (d *decoder) step(op byte) error {
 	case opNewFalse:
 		d.push(value{k: kBool})
 	case opEmptyTuple:
-		d.push(d.newTuple(nil))
+		d.push(value{k: kTuple, n: 0}) // d.tuples[0] is the empty tuple
 	case opTuple1, opTuple2, opTuple3:
+		if err := d.grow(op); err != nil {
+			return err
+		}
 		n := int(op-opTuple1) + 1
 		t, err := d.below(op, len(d.stack)-n)
 		if err != nil {
@@ -317,6 +320,9 @@ func (d *decoder) step(op byte) error {
 	case opTuple:
 		m, err := d.popMark(op)
 		if err != nil {
+			return err
+		}
+		if err := d.grow(op); err != nil {
 			return err
 		}
 		v := d.newTuple(d.stack[m:])

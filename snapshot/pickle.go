@@ -27,6 +27,14 @@ const (
 	// memoAhead is how far past the slots in use a memo index may land and
 	// still go to the dense table; picklers number slots 0, 1, 2, ...
 	memoAhead = 1 << memoBits
+	// maxWide bounds memo slots whose value does not pack into 32 bits
+	// (floats, large ints): Python's pickler never memoises those.
+	maxWide = 1 << 16
+	// objFloor and objRatio bound plain containers (lists, dicts, tuples
+	// that are not frames, blocks, segments or events): beyond objFloor, one
+	// per objRatio bytes read.
+	objFloor = 1 << 16
+	objRatio = 8
 )
 
 // Error is a decoding failure at a byte offset of the (decompressed) file.
@@ -222,6 +230,7 @@ func newDecoder(r io.Reader) *decoder {
 		intern:   make(map[string]uint32),
 		streams:  map[uint64]uint16{0: 0},
 		stacks:   [][]Frame{nil},
+		tuples:   [][]value{nil},
 		frameIDs: map[Frame]uint32{},
 		stackIDs: map[string]StackID{},
 		out: &Snapshot{
@@ -295,6 +304,17 @@ func (d *decoder) bytesSlow(op byte, n int) ([]byte, error) {
 
 func (d *decoder) push(v value) { d.stack = append(d.stack, v) }
 
+// grow is called before a plain container is made; it refuses files that
+// make far more of them than any snapshot, which would use memory many
+// times their size.
+func (d *decoder) grow(op byte) error {
+	n := len(d.lists) + len(d.dicts) + len(d.tuples)
+	if n > objFloor && int64(n) > d.op/objRatio {
+		return d.fail(op, "%d lists, dicts and tuples after %d bytes; no snapshot needs that many", n, d.op)
+	}
+	return nil
+}
+
 func (d *decoder) pop(op byte) (value, error) {
 	if len(d.stack) == 0 || (len(d.marks) > 0 && len(d.stack) == d.marks[len(d.marks)-1]) {
 		return value{}, d.fail(op, "stack underflow")
@@ -347,6 +367,8 @@ func pack(v value) (uint32, bool) {
 		n = 0 // the slot is implied by where it is stored
 	case kStack:
 		n &= 1<<32 - 1
+	case kTrace, kBlock, kSegment:
+		n = 0 // never fetched from the memo: a second reference is refused
 	}
 	if n >= 1<<packBits {
 		return 0, false
@@ -377,6 +399,9 @@ func (d *decoder) memoPut(i uint64, v value) error {
 	}
 	p, ok := pack(v)
 	if !ok {
+		if len(d.wide) >= maxWide {
+			return d.fail(0, "more than %d memoised values that are not containers or strings; picklers memoise only those", maxWide)
+		}
 		if d.wide == nil {
 			d.wide = map[uint64]value{}
 		}
