@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpudx/gpudx/literal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -18,13 +19,20 @@ type Problem struct {
 	Path    string
 	Field   string
 	Message string
+	// Warning marks advice that does not make the entry wrong (lint still
+	// passes): for example a regex every line must be tried with.
+	Warning bool
 }
 
 func (p Problem) String() string {
-	if p.Field == "" {
-		return p.Path + ": " + p.Message
+	msg := p.Message
+	if p.Warning {
+		msg = "warning: " + msg
 	}
-	return p.Path + ": " + p.Field + ": " + p.Message
+	if p.Field == "" {
+		return p.Path + ": " + msg
+	}
+	return p.Path + ": " + p.Field + ": " + msg
 }
 
 // File is one file handed to Lint.
@@ -242,7 +250,7 @@ func (l *Linter) Lint(files []File) []Problem {
 	var ok []linted
 	seen := map[string]string{}
 	for _, f := range files {
-		add := func(field, msg string) { probs = append(probs, Problem{f.Path, field, msg}) }
+		add := func(field, msg string) { probs = append(probs, Problem{Path: f.Path, Field: field, Message: msg}) }
 		e, re := l.lintFile(f, add)
 		if e == nil {
 			continue
@@ -253,6 +261,11 @@ func (l *Linter) Lint(files []File) []Problem {
 		}
 		seen[e.ID] = f.Path
 		ok = append(ok, linted{f.Path, e, re})
+		if re != nil {
+			if _, has := literal.Required(e.Regex); !has {
+				probs = append(probs, Problem{Path: f.Path, Field: "regex", Message: fmt.Sprintf("no literal of %d or more bytes that every match must contain, so the regex is tried on every line of every log; anchor it on a fixed part of the message", literal.MinLength), Warning: true})
+			}
+		}
 	}
 	exists := func(id string) bool {
 		if _, in := seen[id]; in {
@@ -261,7 +274,7 @@ func (l *Linter) Lint(files []File) []Problem {
 		return l.Known != nil && l.Known.Get(id) != nil
 	}
 	for _, x := range ok {
-		add := func(field, msg string) { probs = append(probs, Problem{x.path, field, msg}) }
+		add := func(field, msg string) { probs = append(probs, Problem{Path: x.path, Field: field, Message: msg}) }
 		checkGraph(x.entry, exists, add)
 		if l.Registry != nil && x.entry.Format == FormatGpudx {
 			checkNames(x.entry, l.Registry, add)
@@ -558,7 +571,7 @@ func overlaps(ls []linted, known *Base) []Problem {
 			}
 			for i, s := range o.Examples.Match {
 				if x.re.MatchString(s) {
-					probs = append(probs, Problem{x.path, "regex", fmt.Sprintf(
+					probs = append(probs, Problem{Path: x.path, Field: "regex", Message: fmt.Sprintf(
 						"also matches %s's examples.match[%d]; name each other in frequently_confused_with or narrow the regex", o.ID, i)})
 					break
 				}

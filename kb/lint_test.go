@@ -75,6 +75,7 @@ func TestLintRules(t *testing.T) {
 			`bad-version-bound.json: versions[0].removed: "2.2 (nightly)" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`,
 			`bad-version-bound.json: versions[1].introduced: "2.x" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`,
 			`bad-version-bound.json: versions[1].removed: "main" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`}},
+		{"no-literal", false, []string{`no-literal.json: regex: warning: no literal of 3 or more bytes that every match must contain, so the regex is tried on every line of every log; anchor it on a fixed part of the message`}},
 		{"not-json", false, []string{`not-json.json: not a JSON object: line 1: unexpected end of JSON input`}},
 	}
 	for _, tt := range tests {

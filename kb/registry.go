@@ -84,7 +84,9 @@ func (r *Registry) Add(f File) {
 	if r.names == nil {
 		r.names = map[string]Name{}
 	}
-	add := func(field, msg string) { r.Problems = append(r.Problems, Problem{f.Path, field, msg}) }
+	add := func(field, msg string) {
+		r.Problems = append(r.Problems, Problem{Path: f.Path, Field: field, Message: msg})
+	}
 	var raw []json.RawMessage
 	data := bytes.TrimPrefix(f.Data, []byte("\xef\xbb\xbf"))
 	if err := json.Unmarshal(data, &raw); err != nil {

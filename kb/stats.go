@@ -1,6 +1,7 @@
 package kb
 
 import (
+	"github.com/gpudx/gpudx/literal"
 	"strings"
 )
 
@@ -110,6 +111,9 @@ type Stats struct {
 	WithGraphEdges Share `json:"with_graph_edges"`
 	DeadEnds       int   `json:"dead_ends"`
 	Workarounds    int   `json:"workarounds"`
+	// Unfiltered counts regexes with no literal every match must contain:
+	// the scanner tries them on every line (see package literal).
+	Unfiltered int `json:"unfiltered_regexes"`
 	// Registry: how many names it holds, by kind. Absent without one.
 	Registry *RegistryStats `json:"registry,omitempty"`
 }
@@ -147,6 +151,11 @@ func ComputeStats(entries []*Entry, reg *Registry) Stats {
 		count(&s.WithGraphEdges, len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0)
 		s.DeadEnds += len(e.DeadEnds)
 		s.Workarounds += len(e.Workarounds)
+		if e.Regex != "" {
+			if _, ok := literal.Required(e.Regex); !ok {
+				s.Unfiltered++
+			}
+		}
 	}
 	for _, sh := range []*Share{&s.CompleteZh, &s.WithExamples, &s.SourcedItems, &s.WithFacts, &s.WithGraphEdges} {
 		if s.Entries > 0 {

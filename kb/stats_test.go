@@ -52,3 +52,12 @@ func TestComputeStats(t *testing.T) {
 		t.Errorf("registry: %+v", s.Registry)
 	}
 }
+
+// Regexes without a required literal are counted: the scanner tries them on
+// every line.
+func TestStatsUnfiltered(t *testing.T) {
+	es := []*Entry{{Regex: `CUDA error: out of memory`}, {Regex: `(?i)(an|al) .*(il|ac)`}, {Regex: `a.*b`}, {}}
+	if got := ComputeStats(es, nil).Unfiltered; got != 2 {
+		t.Errorf("Unfiltered = %d, want 2", got)
+	}
+}

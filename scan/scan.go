@@ -2,6 +2,12 @@
 // knowledge-base entries and then reads any io.Reader as a stream of lines
 // with bounded memory, reporting each line an entry's regex matches.
 //
+// A regex runs only on lines that hold one of the literals every match of
+// it must contain (package literal), found for all entries at once by an
+// Aho-Corasick automaton over the lower-cased line; entries without such a
+// literal run on every line (Scanner.Unfiltered). The hits are exactly
+// those of trying every regex on every line, which the tests check.
+//
 // Lines longer than MaxLine are cut into MaxLine pieces that are scanned
 // one by one under the same line number; CRLF endings and ANSI colour codes
 // are removed before matching; invalid UTF-8 is matched as it is (RE2 reads
@@ -54,6 +60,7 @@ type matcher interface {
 type Scanner struct {
 	entries []*kb.Entry
 	res     []*regexp.Regexp
+	pre     *prefiltered
 	m       matcher
 }
 
@@ -87,8 +94,22 @@ func New(entries []*kb.Entry) (*Scanner, []error) {
 		s.entries = append(s.entries, e)
 		s.res = append(s.res, re)
 	}
-	s.m = plain(s.res)
+	s.pre = newPrefiltered(s.res)
+	s.m = s.pre
 	return s, errs
+}
+
+// Unfiltered is the number of entries whose regex holds no literal that
+// every match must contain; they are tried on every line, and each one
+// slows every scan down.
+func (s *Scanner) Unfiltered() int { return s.pre.unfiltered() }
+
+// plainScanner is the Scanner that tries every regex on every line: the
+// reference the prefiltered matcher is tested against.
+func plainScanner(entries []*kb.Entry) *Scanner {
+	s, _ := New(entries)
+	s.m = plain(s.res)
+	return s
 }
 
 // Entries returns the entries the scanner matches, in Hit.Entry order.

@@ -284,14 +284,23 @@ func runLint(env *IO, args []string) error {
 		fmt.Fprintln(env.Out, p)
 	}
 	bad := map[string]bool{}
+	warnings := 0
 	for _, p := range probs {
+		if p.Warning {
+			warnings++
+			continue
+		}
 		bad[p.Path] = true
 	}
-	if len(probs) > 0 {
-		fmt.Fprintf(env.Err, "gpudx kb lint: %d problem(s) in %d of %d file(s)\n", len(probs), len(bad), len(files))
+	warned := ""
+	if warnings > 0 {
+		warned = fmt.Sprintf(", %d warning(s)", warnings)
+	}
+	if n := len(probs) - warnings; n > 0 {
+		fmt.Fprintf(env.Err, "gpudx kb lint: %d problem(s) in %d of %d file(s)%s\n", n, len(bad), len(files), warned)
 		return silentExit(ExitFound)
 	}
-	fmt.Fprintf(env.Err, "gpudx kb lint: %d file(s), no problems\n", len(files))
+	fmt.Fprintf(env.Err, "gpudx kb lint: %d file(s), no problems%s\n", len(files), warned)
 	return nil
 }
 

@@ -71,6 +71,7 @@ func writeStats(env *IO, s kb.Stats) error {
 		{"a source on every item", s.SourcedItems}, {"named facts", s.WithFacts}, {"transition-graph edges", s.WithGraphEdges}} {
 		fmt.Fprintf(tw, "  %s\t%d\t%.1f%%\n", q.name, q.sh.Count, 100*q.sh.Share)
 	}
+	fmt.Fprintf(tw, "\nregexes tried on every line\t%d\t(no literal every match must contain)\n", s.Unfiltered)
 	if s.Registry != nil {
 		fmt.Fprintf(tw, "\nregistry names\t%d\t\n", s.Registry.Names)
 		for _, k := range byCount(s.Registry.ByKind) {
