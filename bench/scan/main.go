@@ -1,0 +1,249 @@
+// Command scan is gpudx's scanning benchmark (issue 6). It writes a
+// realistic training log (progress bars, warnings, tracebacks, NCCL INFO
+// chatter and a few hundred planted errors taken from the knowledge base's
+// examples), then prints the throughput of:
+//
+//   - gpudx diagnose with the built-in knowledge base,
+//   - gpudx diagnose with the deadends.dev canons added (--kb),
+//   - ripgrep (rg -c -f PATTERNS) and GNU grep (grep -c -E -f PATTERNS) on
+//     the same set of patterns, those of our entries that convert to both
+//     syntaxes,
+//
+// and the ratio gpudx/ripgrep. ripgrep only counts lines; gpudx also
+// attributes each hit to an entry and extracts its facts.
+//
+//	go run ./bench/scan [-size 1GB] [-keep DIR] [-limit 300s]
+//
+// A run that passes -limit is stopped and reported as a bound (slower than
+// size/limit). Nothing here runs under go test.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
+)
+
+func main() {
+	size := flag.String("size", "1GB", "log size (e.g. 100MB, 1GB)")
+	keep := flag.String("keep", "", "directory to keep (and reuse) the generated log in; default: a temporary one")
+	deadends := flag.String("deadends", "../shared/fixtures/deadends/canons", "deadends.dev canons to add in the second gpudx run (empty: skip)")
+	limit := flag.Duration("limit", 5*time.Minute, "stop a run after this long and report a bound")
+	flag.Parse()
+	if err := run(*size, *keep, *deadends, *limit); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/scan:", err)
+		os.Exit(1)
+	}
+}
+
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mul    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+			if err != nil || v <= 0 {
+				return 0, fmt.Errorf("bad size %q", s)
+			}
+			return int64(v * float64(u.mul)), nil
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 1GB)", s)
+	}
+	return v, nil
+}
+
+func run(sizeArg, keep, deadends string, limit time.Duration) error {
+	want, err := parseSize(sizeArg)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "gpudx-bench-scan-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	dir := keep
+	if dir == "" {
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	logf := filepath.Join(dir, fmt.Sprintf("train-%d.log", want))
+	if st, err := os.Stat(logf); err == nil && st.Size() >= want {
+		fmt.Printf("reusing %s\n", logf)
+	} else {
+		fmt.Printf("writing %s (%s) ...\n", logf, sizeArg)
+		if err := writeLog(logf, want, entries); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(logf)
+	if err != nil {
+		return err
+	}
+	mb := float64(st.Size()) / 1e6
+
+	pats, skipped := convertible(entries)
+	patf := filepath.Join(tmp, "patterns.txt")
+	if err := os.WriteFile(patf, []byte(strings.Join(pats, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	gpudx := filepath.Join(tmp, "gpudx")
+	if out, err := exec.Command("go", "build", "-o", gpudx, "./cmd/gpudx").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	fmt.Printf("\nlog: %.1f MB, %d entries in the knowledge base; %d of their patterns convert to rg and grep -E (%d do not)\n\n", mb, len(entries), len(pats), skipped)
+	fmt.Printf("%-34s %10s %10s %12s\n", "", "seconds", "MB/s", "peak RSS")
+
+	type result struct {
+		secs    float64
+		bounded bool
+		ok      bool
+	}
+	measure := func(name string, args ...string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = nil, nil
+		t0 := time.Now()
+		err := cmd.Run()
+		secs := time.Since(t0).Seconds()
+		rss := ""
+		if cmd.ProcessState != nil {
+			rss = fmt.Sprintf("%.1f MiB", float64(maxRSS(cmd.ProcessState))/(1<<20))
+		}
+		var ee *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			fmt.Printf("%-34s %10s %10s %12s\n", name, ">"+strconv.FormatFloat(secs, 'f', 0, 64), "<"+strconv.FormatFloat(mb/secs, 'f', 2, 64), rss)
+			return result{secs, true, true}
+		case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1):
+			fmt.Printf("%-34s failed: %v\n", name, err)
+			return result{}
+		}
+		fmt.Printf("%-34s %10.2f %10.1f %12s\n", name, secs, mb/secs, rss)
+		return result{secs, false, true}
+	}
+	g := measure("gpudx diagnose (our KB)", gpudx, "diagnose", "-f", "json", logf)
+	if deadends != "" {
+		if _, err := os.Stat(deadends); err == nil {
+			measure("gpudx diagnose (+ deadends canons)", gpudx, "diagnose", "--kb", deadends, "-f", "json", logf)
+		} else {
+			fmt.Printf("%-34s skipped: %v\n", "gpudx diagnose (+ deadends canons)", err)
+		}
+	}
+	var rg result
+	if p, err := exec.LookPath("rg"); err == nil {
+		rg = measure("ripgrep -c -f (same patterns)", p, "-c", "-f", patf, logf)
+	} else {
+		fmt.Printf("%-34s skipped: not installed (apt-get install ripgrep)\n", "ripgrep")
+	}
+	if p, err := exec.LookPath("grep"); err == nil {
+		measure("grep -c -E -f (same patterns)", p, "-c", "-E", "-f", patf, logf)
+	}
+	if g.ok && rg.ok && !g.bounded && !rg.bounded {
+		fmt.Printf("\ngpudx / ripgrep throughput: %.3f (goal >= 0.5)\n", rg.secs/g.secs)
+	}
+	fmt.Printf("goal: gpudx with our KB >= 1000 MB/s: ")
+	if g.ok && !g.bounded && mb/g.secs >= 1000 {
+		fmt.Println("pass")
+	} else {
+		fmt.Println("FAIL")
+	}
+	return nil
+}
+
+// convertible returns our entries' regexes rewritten for both ripgrep and
+// grep -E, and how many could not be: named groups become plain groups,
+// \d and \s become classes; inline flags, lazy quantifiers and other Perl
+// syntax have no ERE form.
+func convertible(entries []*kb.Entry) (out []string, skipped int) {
+	named := regexp.MustCompile(`\(\?P<[A-Za-z_][A-Za-z0-9_]*>`)
+	for _, e := range entries {
+		p := named.ReplaceAllString(e.Regex, "(")
+		p = strings.NewReplacer(`\d`, `[0-9]`, `\s`, `[[:space:]]`, `\S`, `[^[:space:]]`, `\w`, `[[:alnum:]_]`).Replace(p)
+		if strings.Contains(p, "(?") || strings.Contains(p, "*?") || strings.Contains(p, "+?") || strings.Contains(p, "??") ||
+			strings.Contains(p, `\b`) || strings.Contains(p, `\B`) || strings.Contains(p, `\A`) || strings.Contains(p, `\z`) || strings.Contains(p, `\x`) {
+			skipped++
+			continue
+		}
+		if _, err := regexp.CompilePOSIX(p); err != nil {
+			skipped++
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, skipped
+}
+
+// writeLog writes a training log of at least n bytes with planted errors.
+func writeLog(path string, n int64, entries []*kb.Entry) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var planted []string
+	for _, e := range entries {
+		planted = append(planted, e.Examples.Match...)
+	}
+	rng := rand.New(rand.NewSource(1))
+	// A few hundred planted errors, spread evenly.
+	every := max(n/400/100, 1) // lines between plants (~100 bytes a line)
+	var written int64
+	var line bytes.Buffer
+	for step := int64(0); written < n; step++ {
+		line.Reset()
+		switch r := rng.Intn(100); {
+		case step%every == every-1:
+			line.WriteString(planted[rng.Intn(len(planted))])
+			line.WriteByte('\n')
+		case r < 55:
+			fmt.Fprintf(&line, "Epoch %d:  %2d%%|%s| %d/%d [00:%02d<01:%02d, %.2fit/s, loss=%.4f, lr=%.2e]\n",
+				step/1000, step%100, strings.Repeat("█", int(step%10)), step%1000, 1000, step%60, (step*7)%60, 3.1+rng.Float64(), rng.Float64(), 3e-4)
+		case r < 75:
+			fmt.Fprintf(&line, "node-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read\n",
+				rng.Intn(8), 1000+rng.Intn(9000), 1000+rng.Intn(9000), rng.Intn(8), rng.Intn(32), rng.Intn(8), rng.Intn(8), rng.Intn(8), rng.Intn(8))
+		case r < 85:
+			fmt.Fprintf(&line, "/usr/lib/python3/site-packages/torch/nn/modules/module.py:%d: UserWarning: The given NumPy array is not writable (step %d)\n", 1000+rng.Intn(900), step)
+		case r < 95:
+			fmt.Fprintf(&line, "  File \"/home/user/train.py\", line %d, in forward\n    x = self.layer%d(x)\n", rng.Intn(500), rng.Intn(24))
+		default:
+			fmt.Fprintf(&line, "[2026-11-21 10:%02d:%02d,%03d] INFO trainer: saving checkpoint step %d to /ckpt/step_%d\n", rng.Intn(60), rng.Intn(60), rng.Intn(1000), step, step)
+		}
+		k, err := w.Write(line.Bytes())
+		if err != nil {
+			f.Close()
+			return err
+		}
+		written += int64(k)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
