@@ -3,10 +3,10 @@ package scan
 import (
 	"bytes"
 	"fmt"
-	"math/rand"
 	"os"
 	"testing"
 
+	"github.com/gpudx/gpudx/internal/loggen"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 )
@@ -31,36 +31,10 @@ func deadEntries(t testing.TB) []*kb.Entry {
 	return es
 }
 
-// corpus writes a training log of about n bytes: progress bars, warnings,
-// NCCL INFO chatter, tracebacks, and every given example line planted at
-// seeded random places.
+// corpus is a training log of about n bytes with the given lines planted
+// at random (one line in 20).
 func corpus(n int, planted []string, seed int64) []byte {
-	rng := rand.New(rand.NewSource(seed))
-	var b bytes.Buffer
-	step := 0
-	for b.Len() < n {
-		switch r := rng.Intn(100); {
-		case r < 55:
-			fmt.Fprintf(&b, "Epoch %d:  %2d%%|%s| %d/%d [00:%02d<01:%02d, %.2fit/s, loss=%.4f, lr=%.2e]\n",
-				step/1000, step%100, bytes.Repeat([]byte("█"), step%10), step%1000, 1000, step%60, (step*7)%60, 3.1+rng.Float64(), rng.Float64(), 3e-4)
-		case r < 75:
-			fmt.Fprintf(&b, "node-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read\n",
-				rng.Intn(8), 1000+rng.Intn(9000), 1000+rng.Intn(9000), rng.Intn(8), rng.Intn(32), rng.Intn(8), rng.Intn(8), rng.Intn(8), rng.Intn(8))
-		case r < 85:
-			fmt.Fprintf(&b, "/usr/lib/python3/site-packages/torch/nn/modules/module.py:%d: UserWarning: The given NumPy array is not writable (step %d)\n", 1000+rng.Intn(900), step)
-		case r < 95:
-			fmt.Fprintf(&b, "  File \"/home/user/train.py\", line %d, in forward\n    x = self.layer%d(x)\n", rng.Intn(500), rng.Intn(24))
-		default:
-			if len(planted) > 0 {
-				b.WriteString(planted[rng.Intn(len(planted))])
-				b.WriteByte('\n')
-			} else {
-				fmt.Fprintf(&b, "[2026-11-21 10:%02d:%02d] INFO saving checkpoint step %d\n", rng.Intn(60), rng.Intn(60), step)
-			}
-		}
-		step++
-	}
-	return b.Bytes()
+	return loggen.Bytes(int64(n), planted, 0, seed)
 }
 
 // examples are the entries' example lines, near misses, signatures and

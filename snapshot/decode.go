@@ -201,50 +201,16 @@ func (d *decoder) step(op byte) error {
 		d.push(value{k: kFreshDict})
 	case opEmptyList:
 		d.push(value{k: kEmptyList})
-	case opSetItems:
+	case opSetItems, opAppends:
 		m, err := d.popMark(op)
 		if err != nil {
 			return err
 		}
-		t, err := d.below(op, m-1)
-		if err != nil {
-			return err
-		}
-		if err := d.setItems(op, &d.stack[t], d.stack[m:]); err != nil {
-			return err
-		}
-		d.stack = d.stack[:m]
+		return d.fillContainer(op, m)
 	case opSetItem:
-		t, err := d.below(op, len(d.stack)-3)
-		if err != nil {
-			return err
-		}
-		if err := d.setItems(op, &d.stack[t], d.stack[t+1:]); err != nil {
-			return err
-		}
-		d.stack = d.stack[:t+1]
-	case opAppends:
-		m, err := d.popMark(op)
-		if err != nil {
-			return err
-		}
-		t, err := d.below(op, m-1)
-		if err != nil {
-			return err
-		}
-		if err := d.appendItems(op, &d.stack[t], d.stack[m:]); err != nil {
-			return err
-		}
-		d.stack = d.stack[:m]
+		return d.fillContainer(op, len(d.stack)-2)
 	case opAppend:
-		t, err := d.below(op, len(d.stack)-2)
-		if err != nil {
-			return err
-		}
-		if err := d.appendItems(op, &d.stack[t], d.stack[t+1:]); err != nil {
-			return err
-		}
-		d.stack = d.stack[:t+1]
+		return d.fillContainer(op, len(d.stack)-1)
 	case opBinUnicode:
 		b, err := d.bytes(op, 4)
 		if err != nil {
@@ -413,6 +379,26 @@ func (d *decoder) step(op byte) error {
 		}
 		return d.fail(op, "unknown opcode; the file is not a pickle of plain data")
 	}
+	return nil
+}
+
+// fillContainer sets (SETITEM, SETITEMS) or appends (APPEND, APPENDS) the
+// items from stack index from on into the container just below them, and
+// drops the items.
+func (d *decoder) fillContainer(op byte, from int) error {
+	t, err := d.below(op, from-1)
+	if err != nil {
+		return err
+	}
+	if op == opSetItems || op == opSetItem {
+		err = d.setItems(op, &d.stack[t], d.stack[from:])
+	} else {
+		err = d.appendItems(op, &d.stack[t], d.stack[from:])
+	}
+	if err != nil {
+		return err
+	}
+	d.stack = d.stack[:from]
 	return nil
 }
 

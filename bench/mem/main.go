@@ -34,6 +34,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpudx/gpudx/internal/benchutil"
 )
 
 func main() {
@@ -52,7 +54,7 @@ func main() {
 }
 
 func run(sizeArg, keep string, runs int, python, gen string, cpp, check bool) error {
-	want, err := parseSize(sizeArg)
+	want, err := benchutil.ParseSize(sizeArg)
 	if err != nil {
 		return err
 	}
@@ -166,10 +168,10 @@ func measure(n int, name string, args ...string) (result, error) {
 		if i == 0 || d < r.best {
 			r.best = d
 		}
-		if rss := maxRSS(cmd.ProcessState); rss > r.rss {
+		if rss := benchutil.MaxRSS(cmd.ProcessState); rss > r.rss {
 			r.rss = rss
 		}
-		fmt.Printf("  %-8s run %d: %.2fs, peak RSS %s\n", filepath.Base(name), i+1, d.Seconds(), human(maxRSS(cmd.ProcessState)))
+		fmt.Printf("  %-8s run %d: %.2fs, peak RSS %s\n", filepath.Base(name), i+1, d.Seconds(), human(benchutil.MaxRSS(cmd.ProcessState)))
 	}
 	return r, nil
 }
@@ -276,30 +278,6 @@ func sameNumber(a, b json.Number) bool {
 	fx, err1 := a.Float64()
 	fy, err2 := b.Float64()
 	return err1 == nil && err2 == nil && fx == fy
-}
-
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   float64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
-	}
-	mult := 1.0
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 50MB, 1GB, 2GiB)", s)
-	}
-	return int64(v * mult), nil
 }
 
 func human(n int64) string {

@@ -19,13 +19,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +31,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpudx/gpudx/internal/benchutil"
+	"github.com/gpudx/gpudx/internal/loggen"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 )
@@ -50,29 +49,8 @@ func main() {
 	}
 }
 
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mul    int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-			if err != nil || v <= 0 {
-				return 0, fmt.Errorf("bad size %q", s)
-			}
-			return int64(v * float64(u.mul)), nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 1GB)", s)
-	}
-	return v, nil
-}
-
 func run(sizeArg, keep, deadends string, limit time.Duration) error {
-	want, err := parseSize(sizeArg)
+	want, err := benchutil.ParseSize(sizeArg)
 	if err != nil {
 		return err
 	}
@@ -133,7 +111,7 @@ func run(sizeArg, keep, deadends string, limit time.Duration) error {
 		secs := time.Since(t0).Seconds()
 		rss := ""
 		if cmd.ProcessState != nil {
-			rss = fmt.Sprintf("%.1f MiB", float64(maxRSS(cmd.ProcessState))/(1<<20))
+			rss = fmt.Sprintf("%.1f MiB", float64(benchutil.MaxRSS(cmd.ProcessState))/(1<<20))
 		}
 		var ee *exec.ExitError
 		switch {
@@ -199,49 +177,18 @@ func convertible(entries []*kb.Entry) (out []string, skipped int) {
 	return out, skipped
 }
 
-// writeLog writes a training log of at least n bytes with planted errors.
+// writeLog writes a training log of at least n bytes with a few hundred
+// planted errors, spread evenly (~100 bytes a line).
 func writeLog(path string, n int64, entries []*kb.Entry) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	var planted []string
 	for _, e := range entries {
 		planted = append(planted, e.Examples.Match...)
 	}
-	rng := rand.New(rand.NewSource(1))
-	// A few hundred planted errors, spread evenly.
-	every := max(n/400/100, 1) // lines between plants (~100 bytes a line)
-	var written int64
-	var line bytes.Buffer
-	for step := int64(0); written < n; step++ {
-		line.Reset()
-		switch r := rng.Intn(100); {
-		case step%every == every-1:
-			line.WriteString(planted[rng.Intn(len(planted))])
-			line.WriteByte('\n')
-		case r < 55:
-			fmt.Fprintf(&line, "Epoch %d:  %2d%%|%s| %d/%d [00:%02d<01:%02d, %.2fit/s, loss=%.4f, lr=%.2e]\n",
-				step/1000, step%100, strings.Repeat("█", int(step%10)), step%1000, 1000, step%60, (step*7)%60, 3.1+rng.Float64(), rng.Float64(), 3e-4)
-		case r < 75:
-			fmt.Fprintf(&line, "node-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read\n",
-				rng.Intn(8), 1000+rng.Intn(9000), 1000+rng.Intn(9000), rng.Intn(8), rng.Intn(32), rng.Intn(8), rng.Intn(8), rng.Intn(8), rng.Intn(8))
-		case r < 85:
-			fmt.Fprintf(&line, "/usr/lib/python3/site-packages/torch/nn/modules/module.py:%d: UserWarning: The given NumPy array is not writable (step %d)\n", 1000+rng.Intn(900), step)
-		case r < 95:
-			fmt.Fprintf(&line, "  File \"/home/user/train.py\", line %d, in forward\n    x = self.layer%d(x)\n", rng.Intn(500), rng.Intn(24))
-		default:
-			fmt.Fprintf(&line, "[2026-11-21 10:%02d:%02d,%03d] INFO trainer: saving checkpoint step %d to /ckpt/step_%d\n", rng.Intn(60), rng.Intn(60), rng.Intn(1000), step, step)
-		}
-		k, err := w.Write(line.Bytes())
-		if err != nil {
-			f.Close()
-			return err
-		}
-		written += int64(k)
-	}
-	if err := w.Flush(); err != nil {
+	if err := loggen.Write(f, n, planted, max(n/400/100, 1), 1); err != nil {
 		f.Close()
 		return err
 	}

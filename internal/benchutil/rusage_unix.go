@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package benchutil
 
 import (
 	"os"
@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// maxRSS is the child's peak resident set size in bytes.
-func maxRSS(ps *os.ProcessState) int64 {
+// MaxRSS is the child's peak resident set size in bytes.
+func MaxRSS(ps *os.ProcessState) int64 {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok || ru == nil {
 		return 0
