@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -118,8 +119,10 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	}
 	col.SetEnvironment(given)
 	var failed error
+	prog := newProgress(env, inputs)
+	prog.run(200 * time.Millisecond)
 	for _, in := range inputs {
-		r, closeFn, err := openInput(in, env.In, o.binary)
+		r, closeFn, err := openInput(in, env.In, o.binary, prog)
 		if err != nil {
 			// Report the rest: one unreadable file must not hide what the
 			// others say. The exit status still says something failed.
@@ -138,6 +141,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 			failed = err
 		}
 	}
+	prog.finish()
 	rep := col.Report()
 	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain}
 	switch o.format {

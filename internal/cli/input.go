@@ -77,7 +77,7 @@ func unwrapPath(err error) error {
 // openInput opens one input, decompressing gzip transparently. Unless
 // allowBinary, a file whose first 8 KiB hold a NUL byte is refused: it is
 // not a log, and scanning it would only produce noise.
-func openInput(in input, stdin io.Reader, allowBinary bool) (io.Reader, func() error, error) {
+func openInput(in input, stdin io.Reader, allowBinary bool, prog *progress) (io.Reader, func() error, error) {
 	var r io.Reader = stdin
 	closeFn := func() error { return nil }
 	if in.path != "" {
@@ -85,7 +85,7 @@ func openInput(in input, stdin io.Reader, allowBinary bool) (io.Reader, func() e
 		if err != nil {
 			return nil, nil, usageErr("%s: %v", in.name, unwrapPath(err))
 		}
-		r, closeFn = f, f.Close
+		r, closeFn = prog.reader(f), f.Close
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := peekHead(br)
