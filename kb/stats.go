@@ -151,7 +151,7 @@ func ComputeStats(entries []*Entry, reg *Registry) Stats {
 		count(&s.WithGraphEdges, len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0)
 		s.DeadEnds += len(e.DeadEnds)
 		s.Workarounds += len(e.Workarounds)
-		if e.Regex != "" {
+		if _, err := e.Compiled(); err == nil && e.Regex != "" {
 			if _, ok := literal.Required(e.Regex); !ok {
 				s.Unfiltered++
 			}

@@ -116,6 +116,8 @@ func pieces(re *syntax.Regexp) []string {
 		switch {
 		case fold && (r == 'k' || r == 'K' || r == 's' || r == 'S'):
 			cut() // Unicode folding: K also matches U+212A, S matches U+017F
+		case r == utf8.RuneError:
+			cut() // RE2 matches U+FFFD against any invalid byte of the line
 		case fold && r >= utf8.RuneSelf && unicode.SimpleFold(r) != r:
 			cut() // non-ASCII case folding is not what ASCII lower-casing does
 		case r >= 'A' && r <= 'Z':

@@ -22,6 +22,7 @@ func TestRequired(t *testing.T) {
 		{`(?i)微信支付`, []string{"微信支付"}},      // no case variants: kept
 		{`(?i)straße`, nil}, // s, ß fold beyond ASCII; "tra" 3 bytes... see below
 		{`a.*b`, nil},
+		{"GPU name: \uFFFD failed", []string{"gpu name: "}}, // U+FFFD also matches an invalid byte
 		{`(foo)?barbaz`, []string{"barbaz"}},
 		{`(abc)+`, []string{"abc"}},
 		{`x{2,}yz`, nil}, // xx+yz: no piece of 3 bytes

@@ -94,6 +94,20 @@ func BenchmarkAhoCorasick(b *testing.B) {
 			}
 		}
 	})
+	b.Run("petar-nfa", func(b *testing.B) {
+		builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch})
+		m := builder.Build(lits)
+		b.SetBytes(size)
+		for b.Loop() {
+			n := 0
+			for _, l := range lines {
+				it := m.IterOverlappingByte(l)
+				for x := it.Next(); x != nil; x = it.Next() {
+					n++
+				}
+			}
+		}
+	})
 	b.Run("petar-dfa-whole-buffer", func(b *testing.B) {
 		// One pass over the whole buffer: positions, not lines (the
 		// automaton's own speed, without per-line set-up).
