@@ -39,7 +39,7 @@ import (
 
 func main() {
 	size := flag.String("size", "1GB", "log size (e.g. 100MB, 1GB)")
-	keep := flag.String("keep", "", "directory to keep (and reuse) the generated log in; default: a temporary one")
+	keep := flag.String("keep", "", "directory to keep (and reuse) the generated log, and the rg/grep patterns, in; default: a temporary one")
 	deadends := flag.String("deadends", "../shared/fixtures/deadends/canons", "deadends.dev canons to add in the second gpudx run (empty: skip)")
 	limit := flag.Duration("limit", 5*time.Minute, "stop a run after this long and report a bound")
 	flag.Parse()
@@ -85,7 +85,7 @@ func run(sizeArg, keep, deadends string, limit time.Duration) error {
 	mb := float64(st.Size()) / 1e6
 
 	pats, skipped := convertible(entries)
-	patf := filepath.Join(tmp, "patterns.txt")
+	patf := filepath.Join(dir, "patterns.txt")
 	if err := os.WriteFile(patf, []byte(strings.Join(pats, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
