@@ -64,7 +64,7 @@ func labelFuncs(L map[string]string) template.FuncMap {
 // siteName writes a site, the placeholder for a block without a stack in
 // L's words.
 func siteName(s string, L map[string]string) string {
-	if s == memory.NoStack {
+	if s == memory.NoStack || s == "" {
 		return label(L, "nostack")
 	}
 	return s

@@ -164,7 +164,7 @@ func TestFirstScreen(t *testing.T) {
 		L := labels[lang]
 		for _, want := range []string{
 			strings.TrimSpace(strings.Split(L["oom"], "%")[0]), L["verdict"], L["failing"], L["fix"], L["holders"],
-			verdictName(r.OOM.Verdict, L), r.OOM.Site, r.TopSites[0].Site, size(r.TopSites[0].Bytes), size(r.OOM.RequestedBytes),
+			verdictName(r.OOM.Verdict, L), siteName(r.OOM.Site, L), siteName(r.TopSites[0].Site, L), size(r.TopSites[0].Bytes), size(r.OOM.RequestedBytes),
 		} {
 			if !strings.Contains(screen, strings.TrimSpace(want)) {
 				t.Errorf("%s: the first screen lacks %q:\n%s", lang, want, screen)
@@ -279,5 +279,23 @@ func TestHeaderClipsLongPath(t *testing.T) {
 	first, _, _ := strings.Cut(b.String(), "\n")
 	if width(first) > 100 || !strings.HasSuffix(first, "directory/oom_snapshot_rank3.pickle") || !strings.HasPrefix(first, "gpudx mem: …") {
 		t.Errorf("first line (%d columns): %s", width(first), first)
+	}
+}
+
+// The placeholder site for blocks without a recorded stack is translated.
+func TestNoStackSiteInChinese(t *testing.T) {
+	s := oomSnapshot()
+	var zh, en strings.Builder
+	if err := Text(&zh, analyze(s), Options{Lang: "zh"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Text(&en, analyze(s), Options{Lang: "en"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(en.String(), memory.NoStack) {
+		t.Fatalf("the English report has no %q site: the test checks nothing", memory.NoStack)
+	}
+	if strings.Contains(zh.String(), memory.NoStack) || !strings.Contains(zh.String(), "<未记录调用栈>") {
+		t.Errorf("zh report:\n%s", zh.String())
 	}
 }

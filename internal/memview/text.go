@@ -187,10 +187,7 @@ func oomText(b *strings.Builder, m *memory.OOM, o Options, L map[string]string, 
 		v += " — " + reason
 	}
 	b.WriteString(wrap(v, "  ", "    ", W))
-	site := m.Site
-	if site == "" {
-		site = L["nostack"]
-	}
+	site := siteName(m.Site, L)
 	if m.Source != "request" {
 		b.WriteString("  " + L["failing"] + clip(site, W-2-width(L["failing"])) + "\n")
 	}
@@ -206,7 +203,7 @@ func siteTable(b *strings.Builder, sites []memory.Site, L map[string]string, W i
 	room := W - width(pre) - nW - bW - cW - 6
 	for i, s := range sites {
 		fmt.Fprintf(b, "%s%s  %s  %s  %s\n", pre, padLeft(fmt.Sprint(i+1), nW), padLeft(size(s.Bytes), bW),
-			padLeft(group(s.Count), cW), clip(s.Site, room))
+			padLeft(group(s.Count), cW), clip(siteName(s.Site, L), room))
 	}
 }
 
@@ -297,15 +294,11 @@ func stacksText(b *strings.Builder, r *memory.Report, L map[string]string) {
 		}
 	}
 	if r.OOM != nil {
-		site := r.OOM.Site
-		if site == "" {
-			site = L["nostack"]
-		}
-		b.WriteString("  " + fmt.Sprintf(L["oomstack"], site) + "\n")
+		b.WriteString("  " + fmt.Sprintf(L["oomstack"], siteName(r.OOM.Site, L)) + "\n")
 		frames(r.OOM.Frames)
 	}
 	for i, s := range r.TopSites {
-		b.WriteString("  " + fmt.Sprintf(L["sitestack"], i+1, s.Site, size(s.Bytes), group(s.Count)) + "\n")
+		b.WriteString("  " + fmt.Sprintf(L["sitestack"], i+1, siteName(s.Site, L), size(s.Bytes), group(s.Count)) + "\n")
 		frames(s.Frames)
 	}
 }
@@ -343,13 +336,13 @@ func DiffText(w io.Writer, d *memory.Diff, before, after string, o Options) erro
 		for _, s := range d.Sites {
 			n := group(s.CountBefore) + "→" + group(s.CountAfter)
 			fmt.Fprintf(&b, "  %s  %s  %s  %s  %s\n", padLeft(signedSize(s.DeltaBytes), chW), padLeft(size(s.BytesBefore), bW),
-				padLeft(size(s.BytesAfter), bW), padLeft(n, nW), clip(s.Site, room))
+				padLeft(size(s.BytesAfter), bW), padLeft(n, nW), clip(siteName(s.Site, L), room))
 		}
 	}
 	if o.Stacks && len(d.Sites) > 0 {
 		b.WriteString("\n" + L["stacks"] + "\n")
 		for i, s := range d.Sites {
-			fmt.Fprintf(&b, "  #%d %s\n", i+1, s.Site)
+			fmt.Fprintf(&b, "  #%d %s\n", i+1, siteName(s.Site, L))
 			if len(s.Frames) == 0 {
 				b.WriteString("    " + L["nostack"] + "\n")
 			}
