@@ -264,6 +264,17 @@ func namesIn(s string) []Mention {
 	return out
 }
 
+// NamesIn returns the variables, APIs and allocator settings a text
+// mentions, found as lint finds them in entries' prose, so that generated
+// text (advice, reasons) can be checked against the registry too.
+func NamesIn(s string) []string {
+	var out []string
+	for _, m := range namesIn(s) {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
 // ownTokens gathers the names in the entry's own message fields.
 func ownTokens(e *Entry) map[string]bool {
 	own := map[string]bool{}

@@ -1,14 +1,13 @@
 package memory
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/snapshot"
 )
 
@@ -425,47 +424,19 @@ func allOOMs() []*OOM {
 	return out
 }
 
-// The patterns kb uses to find the names a text mentions (kb/registry.go),
-// repeated as the oom package does.
-var (
-	upperNameRE     = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b`)
-	frameworkNameRE = regexp.MustCompile(`\b(?:torch|jax|jnp|tf)(?:\.[A-Za-z_][A-Za-z0-9_]*)+`)
-	allocKeyRE      = regexp.MustCompile(`\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+):\s*(?:True|False|true|false|[0-9]|\[|native|cudaMallocAsync)`)
-)
-
 // TestNamesAreInTheRegistry: every variable, API and allocator setting the
 // texts name is recorded in knowledge/_registry and not as nonexistent.
 func TestNamesAreInTheRegistry(t *testing.T) {
-	files, err := filepath.Glob("../knowledge/_registry/*.json")
-	if err != nil || len(files) == 0 {
-		t.Skip("no registry files")
-	}
-	kinds := map[string]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs []struct{ Name, Kind string }
-		if err := json.Unmarshal(data, &recs); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, r := range recs {
-			kinds[r.Name] = r.Kind
-		}
+	reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	for _, o := range allOOMs() {
 		for _, s := range []string{o.Reason, o.ReasonZH, o.Fix, o.FixZH} {
-			var names []string
-			names = append(names, upperNameRE.FindAllString(s, -1)...)
-			names = append(names, frameworkNameRE.FindAllString(s, -1)...)
-			for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
-				names = append(names, m[1])
-			}
-			for _, n := range names {
+			for _, n := range kb.NamesIn(s) {
 				seen[n] = true
-				if kind, ok := kinds[n]; !ok || kind == "nonexistent" {
+				if rec, ok := reg.Lookup(n); !ok || rec.Kind == "nonexistent" {
 					t.Errorf("%q is not in the registry (in %q)", n, s)
 				}
 			}

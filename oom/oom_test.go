@@ -5,11 +5,13 @@ import (
 	"maps"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
 )
 
 // figures are the byte figures of an Analysis, in the order of its fields.
@@ -810,58 +812,13 @@ func TestChineseCarriesTheFigures(t *testing.T) {
 	}
 }
 
-// The patterns kb uses to find the names an entry's prose mentions
-// (kb/registry.go), repeated here so that this package needs only facts.
-var (
-	upperNameRE     = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b`)
-	frameworkNameRE = regexp.MustCompile(`\b(?:torch|jax|jnp|tf)(?:\.[A-Za-z_][A-Za-z0-9_]*)+`)
-	allocKeyRE      = regexp.MustCompile(`\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+):\s*(?:True|False|true|false|[0-9]|\[|native|cudaMallocAsync)`)
-	allocAssignRE   = regexp.MustCompile(`\bPYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF\s*=\s*["']?([A-Za-z0-9_:.,\[\]>]+)`)
-)
-
-func namesIn(s string) []string {
-	var out []string
-	out = append(out, upperNameRE.FindAllString(s, -1)...)
-	for _, loc := range frameworkNameRE.FindAllStringIndex(s, -1) {
-		if loc[0] > 0 && strings.ContainsRune("./-", rune(s[loc[0]-1])) {
-			continue
-		}
-		out = append(out, s[loc[0]:loc[1]])
-	}
-	for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
-	}
-	for _, m := range allocAssignRE.FindAllStringSubmatch(s, -1) {
-		for _, kv := range strings.Split(m[1], ",") {
-			if k, _, _ := strings.Cut(kv, ":"); k != "" && strings.ToLower(k) == k {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
-}
-
 // TestNamesAreInTheRegistry checks that every variable, API and allocator
 // setting the reasons and advice name is recorded in knowledge/_registry
-// (and not recorded as nonexistent).
+// (and not recorded as nonexistent), finding names as kb lint does.
 func TestNamesAreInTheRegistry(t *testing.T) {
-	files, err := filepath.Glob("../knowledge/_registry/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no registry files: %v", err)
-	}
-	kinds := map[string]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs []struct{ Name, Kind string }
-		if err := json.Unmarshal(data, &recs); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, r := range recs {
-			kinds[r.Name] = r.Kind
-		}
+	reg, err := kb.ReadRegistryFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	for _, a := range allAnalyses() {
@@ -870,16 +827,16 @@ func TestNamesAreInTheRegistry(t *testing.T) {
 			texts = append(texts, adv.Text, adv.Zh)
 		}
 		for _, s := range texts {
-			for _, n := range namesIn(s) {
+			for _, n := range kb.NamesIn(s) {
 				if seen[n] {
 					continue
 				}
 				seen[n] = true
-				kind, ok := kinds[n]
+				rec, ok := reg.Lookup(n)
 				switch {
 				case !ok:
 					t.Errorf("%q is not in the registry (in %q)", n, s)
-				case kind == "nonexistent":
+				case rec.Kind == "nonexistent":
 					t.Errorf("%q is recorded as nonexistent (in %q)", n, s)
 				}
 			}
