@@ -3,7 +3,6 @@ package scan
 import (
 	"regexp"
 	"slices"
-	"sync"
 
 	ac "github.com/petar-dambovaliev/aho-corasick"
 
@@ -26,10 +25,11 @@ type prefiltered struct {
 	owners [][]int32 // per literal: the entries that require it
 	always []int32   // entries with no usable literal, ascending
 	nlits  int
-	pool   sync.Pool // *scratch
 }
 
-type scratch struct {
+// scan is one scan's matcher: the automaton and per-line scratch.
+type scan struct {
+	*prefiltered
 	lower []byte
 	seen  []uint32 // per entry: the line generation that marked it
 	gen   uint32
@@ -68,11 +68,12 @@ func newPrefiltered(res []*regexp.Regexp) *prefiltered {
 // Unfiltered is the number of entries that run on every line.
 func (p *prefiltered) unfiltered() int { return len(p.always) }
 
-func (p *prefiltered) match(line []byte, emit func(int, []int)) {
-	sc, _ := p.pool.Get().(*scratch)
-	if sc == nil {
-		sc = &scratch{seen: make([]uint32, len(p.res))}
-	}
+func (p *prefiltered) start() lineMatcher {
+	return &scan{prefiltered: p, seen: make([]uint32, len(p.res))}
+}
+
+func (sc *scan) match(line []byte, emit func(int, []int)) {
+	p := sc.prefiltered
 	sc.gen++
 	if sc.gen == 0 { // wrapped: forget every old mark
 		clear(sc.seen)
@@ -99,7 +100,6 @@ func (p *prefiltered) match(line []byte, emit func(int, []int)) {
 			emit(int(i), loc)
 		}
 	}
-	p.pool.Put(sc)
 }
 
 // lowerASCII appends b with A-Z lower-cased to dst.

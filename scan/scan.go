@@ -50,6 +50,12 @@ type Stats struct {
 // matcher is the compiled form of the entries. It is kept behind this small
 // interface so that a faster implementation can replace the plain one.
 type matcher interface {
+	// start returns what one scan matches lines with: it may keep scratch
+	// state, so it serves one goroutine.
+	start() lineMatcher
+}
+
+type lineMatcher interface {
 	// match calls emit for every entry whose pattern matches line, with
 	// the submatch index pairs of the leftmost match.
 	match(line []byte, emit func(entry int, loc []int))
@@ -118,6 +124,8 @@ func (s *Scanner) Entries() []*kb.Entry { return s.entries }
 // plain tries every regex on every line: the reference implementation.
 type plain []*regexp.Regexp
 
+func (p plain) start() lineMatcher { return p }
+
 func (p plain) match(line []byte, emit func(int, []int)) {
 	for i, re := range p {
 		if loc := re.FindSubmatchIndex(line); loc != nil {
@@ -140,6 +148,7 @@ func (s *Scanner) Scan(r io.Reader, fn func(Hit)) (Stats, error) {
 // be nil.
 func (s *Scanner) ScanLines(r io.Reader, fn func(Hit), each func(line int, text []byte)) (Stats, error) {
 	var st Stats
+	m := s.m.start()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var acc []byte  // the line so far when it spans buffer refills
 	var start int64 // offset of acc[0] (or of the next line)
@@ -157,7 +166,7 @@ func (s *Scanner) ScanLines(r io.Reader, fn func(Hit), each func(line int, text 
 		if each != nil {
 			each(line, text)
 		}
-		s.m.match(text, func(i int, loc []int) {
+		m.match(text, func(i int, loc []int) {
 			h := Hit{Entry: i, ID: s.entries[i].ID, Line: line, Len: loc[1] - loc[0]}
 			at := loc[0]
 			if stripped {
