@@ -64,17 +64,11 @@ func run(sizeArg, keep string, runs int, python, gen string, cpp, check bool) er
 	if _, err := os.Stat(gen); err != nil {
 		return fmt.Errorf("%s not found: run from the repository root (or pass -gen)", gen)
 	}
-	tmp, err := os.MkdirTemp("", "gpudx-bench-mem-")
+	tmp, dir, cleanup, err := benchutil.Dirs("mem", keep)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	dir := keep
-	if dir == "" {
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	defer cleanup()
 	kind := "py"
 	if cpp {
 		kind = "cpp"

@@ -54,17 +54,11 @@ func run(sizeArg, keep, deadends string, limit time.Duration) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "gpudx-bench-scan-")
+	tmp, dir, cleanup, err := benchutil.Dirs("scan", keep)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	dir := keep
-	if dir == "" {
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	defer cleanup()
 	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	if len(errs) > 0 {
 		return errs[0]

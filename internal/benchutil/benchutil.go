@@ -4,6 +4,7 @@ package benchutil
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -32,4 +33,24 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("bad size %q (want e.g. 50MB, 1GB, 2GiB)", s)
 	}
 	return int64(v * mult), nil
+}
+
+// Dirs makes a temporary directory for a benchmark's scratch files (the
+// built binary) and returns it with the directory for its data: keep when
+// given (created if needed, kept afterwards), else the temporary one.
+// cleanup removes the temporary directory.
+func Dirs(name, keep string) (tmp, data string, cleanup func(), err error) {
+	tmp, err = os.MkdirTemp("", "gpudx-bench-"+name+"-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	if keep == "" {
+		return tmp, tmp, cleanup, nil
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return tmp, keep, cleanup, nil
 }

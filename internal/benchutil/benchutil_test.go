@@ -1,6 +1,9 @@
 package benchutil
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{
@@ -16,4 +19,25 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q): no error", in)
 		}
 	}
+}
+
+// Dirs keeps the data directory it was given and removes only its own.
+func TestDirs(t *testing.T) {
+	keep := t.TempDir() + "/data"
+	tmp, data, cleanup, err := Dirs("t", keep)
+	if err != nil || data != keep || tmp == keep {
+		t.Fatalf("%q %q %v", tmp, data, err)
+	}
+	cleanup()
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("temporary dir left: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("kept dir gone: %v", err)
+	}
+	tmp, data, cleanup, err = Dirs("t", "")
+	if err != nil || data != tmp {
+		t.Fatalf("%q %q %v", tmp, data, err)
+	}
+	cleanup()
 }
