@@ -148,16 +148,25 @@ func (d *decoder) eventRef(i uint64) EventRef {
 	return EventRef{Device: -1, Index: int32(i)}
 }
 
-func (d *decoder) segments(v value) ([]Segment, error) {
-	if v.k == kEmptyList {
+// listItems returns the items of the list in field (none for an empty
+// list), or an error naming the field when it is not a list of values.
+func (d *decoder) listItems(field string, v value) ([]value, error) {
+	switch v.k {
+	case kEmptyList:
 		return nil, nil
+	case kList:
+		if d.lists[v.n].trN > 0 {
+			return nil, &Error{Offset: d.op, Msg: field + " holds trace entries"}
+		}
+		return d.lists[v.n].items, nil
 	}
-	if v.k != kList {
-		return nil, &Error{Offset: d.op, Msg: fmt.Sprintf("segments is %s, want a list", v.k)}
-	}
-	items := d.lists[v.n].items
-	if d.lists[v.n].trN > 0 {
-		return nil, &Error{Offset: d.op, Msg: "segments holds trace entries"}
+	return nil, &Error{Offset: d.op, Msg: fmt.Sprintf("%s is %s, want a list", field, v.k)}
+}
+
+func (d *decoder) segments(v value) ([]Segment, error) {
+	items, err := d.listItems("segments", v)
+	if err != nil || len(items) == 0 {
+		return nil, err
 	}
 	// The common case: the segments list holds every segment, in order, and
 	// the arena can be handed over without a copy.
@@ -181,13 +190,11 @@ func (d *decoder) segments(v value) ([]Segment, error) {
 }
 
 func (d *decoder) deviceTraces(v value) error {
-	if v.k == kEmptyList {
-		return nil
+	items, err := d.listItems("device_traces", v)
+	if err != nil {
+		return err
 	}
-	if v.k != kList {
-		return &Error{Offset: d.op, Msg: fmt.Sprintf("device_traces is %s, want a list", v.k)}
-	}
-	for dev, it := range d.lists[v.n].items {
+	for dev, it := range items {
 		t := Trace{chunks: d.traces.chunks, shared: true}
 		switch it.k {
 		case kEmptyList:
@@ -267,13 +274,11 @@ func (d *decoder) settings(v value) error {
 }
 
 func (d *decoder) annotations(v value) error {
-	if v.k == kEmptyList {
-		return nil
+	items, err := d.listItems("external_annotations", v)
+	if err != nil {
+		return err
 	}
-	if v.k != kList {
-		return &Error{Offset: d.op, Msg: fmt.Sprintf("external_annotations is %s, want a list", v.k)}
-	}
-	for _, it := range d.lists[v.n].items {
+	for _, it := range items {
 		m, ok := d.dictItems(it)
 		if !ok {
 			continue
