@@ -57,7 +57,6 @@ func Analyze(s *snapshot.Snapshot, opt Options) *Report {
 	r := &Report{
 		Devices:  a.devices(),
 		TopSites: a.topSites(opt.top()),
-		Layout:   s.Layout,
 		Info:     info(s),
 	}
 	traces := a.replayTraces(opt.points())

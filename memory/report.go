@@ -19,9 +19,7 @@ type Report struct {
 	TopSites []Site    `json:"top_sites"`
 	Peak     *Peak     `json:"peak"`
 	Timeline *Timeline `json:"timeline"`
-	// Layout describes the file (protocol, detected PyTorch-era features).
-	Layout snapshot.Layout `json:"-"`
-	Info   Info            `json:"info"`
+	Info     Info      `json:"info"`
 }
 
 // Info says what the snapshot held.
