@@ -322,7 +322,7 @@ func readSnapshot(env *IO, path string) (s *snapshot.Snapshot, err error) {
 	}
 	err = safely(func() error {
 		var err error
-		s, err = snapshot.Read(bufio.NewReaderSize(r, 1<<20))
+		s, err = snapshot.Read(r) // Read buffers its input itself
 		return err
 	})
 	if err != nil {
