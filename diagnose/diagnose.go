@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -209,12 +210,49 @@ type Collector struct {
 // Read scans r with s and returns the diagnosis of that one input.
 func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 	c := NewCollector(s.Entries())
-	st, err := s.ScanLines(r, c.Add, c.Line)
+	st, err := Plan(s).Visit(r, c)
 	if err != nil {
 		return nil, err
 	}
 	c.AddStats(st)
 	return c.Report(), nil
+}
+
+// Gate is the lines a Collector reads besides those with hits: the ones
+// that can state the environment (env.GateLiterals, env.GateStart), a
+// rank, or an allocator summary. The Collector asks for the lines after
+// them itself while it reads a block (Collector.Line returns true).
+func Gate() scan.Gate {
+	lits := append(env.GateLiterals(), rankLiterals...)
+	return scan.Gate{Literals: lits, Start: func(line []byte) bool {
+		return env.GateStart(line) || bfcStart(line)
+	}}
+}
+
+// bfcStart: the allocator summary lines reBFCSummary reads start, after
+// white space, with "Limit:" or "InUse:". A test of the start, not two
+// literals: short literals slow the search down (scan.Gate).
+func bfcStart(line []byte) bool {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\f' || line[i] == '\r') {
+		i++
+	}
+	if len(line)-i < 6 || (line[i] != 'L' && line[i] != 'I') {
+		return false
+	}
+	t := line[i : i+6]
+	return string(t) == "Limit:" || string(t) == "InUse:"
+}
+
+var plans sync.Map // *scan.Scanner → *scan.Plan
+
+// Plan returns s compiled with Gate, once per scanner.
+func Plan(s *scan.Scanner) *scan.Plan {
+	if p, ok := plans.Load(s); ok {
+		return p.(*scan.Plan)
+	}
+	p, _ := plans.LoadOrStore(s, s.Plan(Gate()))
+	return p.(*scan.Plan)
 }
 
 // NewCollector prepares a collector for hits from a scanner built over
@@ -250,9 +288,10 @@ func (c *Collector) File(name string) {
 	c.ranks.newFile(name)
 }
 
-// Line shows the collector every line before its hits (the each function
-// of scan.Scanner.ScanLines): it reads the environment and rank facts.
-func (c *Collector) Line(n int, text []byte) {
+// Line shows the collector a line before its hits (it is a scan.Visitor;
+// Gate says which lines it needs): it reads the environment and rank
+// facts. It returns true while it reads a block and needs the next line.
+func (c *Collector) Line(n int, text []byte) bool {
 	c.cur, c.curN = text, n
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
@@ -265,7 +304,11 @@ func (c *Collector) Line(n int, text []byte) {
 			}
 		}
 	}
+	return c.det.Pending() || c.ranks.pending()
 }
+
+// Hit records one hit of the current file (scan.Visitor).
+func (c *Collector) Hit(h scan.Hit) { c.Add(h) }
 
 // reBFCSummary is a line of the summary TensorFlow's and XLA's BFC
 // allocator print before an out-of-memory error: the name alone, then the

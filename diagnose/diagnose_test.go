@@ -49,7 +49,7 @@ func buildEnv(t *testing.T, es []tentry, given env.Environment, logs ...string) 
 		if len(logs) > 1 {
 			c.File(fmt.Sprintf("rank%d.log", i))
 		}
-		st, err := s.ScanLines(strings.NewReader(l), c.Add, c.Line)
+		st, err := Plan(s).Visit(strings.NewReader(l), c)
 		if err != nil {
 			t.Fatal(err)
 		}

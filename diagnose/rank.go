@@ -98,6 +98,16 @@ func (t *rankTracker) newFile(name string) {
 	}
 }
 
+// rankLiterals are the strings line looks for: a line without any of them
+// changes nothing, unless pending.
+var rankLiterals = []string{" nranks ", "GLOBAL_RANK: ", "local_rank", rootCauseHeader}
+
+const rootCauseHeader = "Root Cause (first observed failure)"
+
+// pending: the tracker is reading torchrun's error table and needs the
+// next line whatever it holds.
+func (t *rankTracker) pending() bool { return t.inRootTable > 0 }
+
 // line reads the facts a line gives about ranks; cheap on other lines.
 func (t *rankTracker) line(text []byte) {
 	if bytes.Contains(text, []byte(" nranks ")) && len(t.ncclPid) < maxRanks {
@@ -151,7 +161,7 @@ func (t *rankTracker) line(text []byte) {
 	if t.inRootTable > 0 {
 		t.inRootTable-- // the rank is in the table's first lines or not at all
 	}
-	if bytes.Contains(text, []byte("Root Cause (first observed failure)")) && t.torchrunRoot < 0 {
+	if bytes.Contains(text, []byte(rootCauseHeader)) && t.torchrunRoot < 0 {
 		t.inRootTable = 8
 	}
 }

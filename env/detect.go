@@ -65,6 +65,9 @@ const lazyWhere = "\x00"
 func (d *Detector) LineAt(line []byte, file string, n int) {
 	d.atFile, d.atLine = file, n
 	d.Line(line, lazyWhere)
+	// Forget the position, so that a line that sets nothing leaves the
+	// Detector exactly as it was (see GateLiterals).
+	d.atFile, d.atLine = "", 0
 }
 
 func (d *Detector) where(w string) string {
@@ -226,27 +229,60 @@ func addGPU(e *Environment, g GPU, where string) int {
 	return len(e.GPUs) - 1
 }
 
-// Literal tokens tested before any regular expression runs.
+// Literal tokens tested before any regular expression runs. Each is
+// either a gate literal (GateLiterals holds it, or a piece of it) or a
+// cheap pre-test for a rule whose longer gate literals gate.go lists, as
+// the comment beside it says.
 var (
-	tokErsion      = []byte("ersion") // Version, version
-	tokCompTools   = []byte("compilation tools")
-	tokGPU         = []byte("GPU ")
-	tokFreeze      = []byte("==")
-	tokConda       = []byte("[conda]")
-	tokPackage     = []byte("Package")
-	tokCondaHeader = []byte("# packages in environment")
-	tokComma       = []byte(", ")
-	tokOS          = []byte("OS:")
-	tokPyPlatform  = []byte("Python platform:")
-	tokDrive       = []byte(`:\`)
-	tokPackages    = []byte("-packages")
-	tokLinuxGNU    = []byte("linux-gnu")
-	tokNVRM        = []byte("NVRM:")
-	tokCapSM       = []byte("capability sm_")
-	tokComputeCap  = []byte("compute capability:")
-	tokTorch       = []byte("torch")
-	tokPython      = []byte("Python 3")
+	tokErsion       = []byte("ersion") // Version, version; gate: versionLine's tokens, keyedToks
+	tokDriverVer    = []byte("Driver Version")
+	tokCuDNNVer     = []byte("cuDNN version")
+	tokMismatchVer  = []byte("mismatches the version")
+	tokCompTools    = []byte("compilation tools")
+	tokGPU          = []byte("GPU ") // gate: tokGPUConfig, tokUUID, ": "+gpuMakers
+	tokGPUConfig    = []byte("GPU models and configuration:")
+	tokUUID         = []byte("(UUID: ") // nvidia-smi -L's, in gpuListRE: for the gate
+	tokFreeze       = []byte("==")
+	tokConda        = []byte("[conda]")
+	tokPackage      = []byte("Package") // at the start of the line: GateStart
+	tokCondaHeader  = []byte("# packages in environment")
+	tokComma        = []byte(", ") // gate: csvHeaderToks, tokIndexName; GateStart for a bare row
+	tokIndexName    = []byte("index, name")
+	tokOS           = []byte("OS:")
+	tokPyPlatform   = []byte("Python platform:")
+	tokDrive        = []byte(`:\`)
+	tokPyDir        = []byte("python3.") // pyPathRE: a versioned python3.N directory
+	tokDistPackages = []byte("/dist-packages")
+	tokLinuxGNU     = []byte("linux-gnu")
+	tokNVRM         = []byte("NVRM: ")
+	tokNVRMVersion  = []byte("NVRM version:")
+	tokLinuxVersion = []byte("Linux version ")
+	tokCapSM        = []byte("capability sm_")
+	tokComputeCap   = []byte("compute capability:")
+	tokTorch        = []byte("torch") // gate: "torch" then ':' or white space
+	tokPyTorch      = []byte("pytorch")
+	tokPython       = []byte("Python 3.")
 )
+
+// keyedToks: keyed runs only on a line where "version" or "Version"
+// follows ' ', '_' or '-' (".__version__" holds "_version"), as keyedRE
+// needs; so the gate has these 8-byte literals rather than "ersion".
+var keyedToks = [][]byte{[]byte(" version"), []byte(" Version"), []byte("_version"),
+	[]byte("_Version"), []byte("-version"), []byte("-Version")}
+
+// csvHeaderToks: csvLine takes a line as an nvidia-smi --format=csv header
+// only if it holds one of them or starts with tokIndexName.
+var csvHeaderToks = [][]byte{[]byte("memory.total"), []byte("pci.bus_id"),
+	[]byte("driver_version"), []byte("compute_cap")}
+
+func containsAny(line []byte, toks [][]byte) bool {
+	for _, t := range toks {
+		if bytes.Contains(line, t) {
+			return true
+		}
+	}
+	return false
+}
 
 // A lineRule reads one field from a line that contains tok: the first
 // group of re, through conv where there is one. The literal test comes
@@ -480,7 +516,7 @@ func isRequirement(line []byte) bool {
 // versionLine handles the lines that contain "version" or "Version".
 func (d *Detector) versionLine(line []byte, where string) {
 	s := stripPrefix(line)
-	if bytes.Contains(line, []byte("Driver Version")) {
+	if bytes.Contains(line, tokDriverVer) {
 		if m := driverVersionRE.FindSubmatch(line); m != nil {
 			d.set("driver", string(m[1]), where)
 		}
@@ -489,20 +525,22 @@ func (d *Detector) versionLine(line []byte, where string) {
 		}
 	}
 	d.applyRules(versionRules, line, s, where)
-	if bytes.Contains(line, []byte("cuDNN version")) {
+	if bytes.Contains(line, tokCuDNNVer) {
 		if m := cudnnMismatchRE.FindSubmatch(line); m != nil {
 			d.set("cudnn", versionFromCode(string(m[1])), where)
 		} else if m := cudnnKeyRE.FindSubmatch(s); m != nil {
 			d.collectCuDNN(m[1], where)
 		}
 	}
-	if bytes.Contains(line, []byte("mismatches the version")) {
+	if bytes.Contains(line, tokMismatchVer) {
 		if m := extMismatchRE.FindSubmatch(line); m != nil {
 			d.set("cuda", string(m[1]), where)
 			d.set("torch_cuda", string(m[2]), where)
 		}
 	}
-	d.keyed(line, where)
+	if containsAny(line, keyedToks) {
+		d.keyed(line, where)
+	}
 }
 
 // keyed handles "NAME version: X" statements, skipping requirement talk.
@@ -649,7 +687,7 @@ func (d *Detector) modeLine(line []byte, where string) bool {
 // gpuLine handles "GPU models and configuration:" and "GPU 0: NAME" lines.
 func (d *Detector) gpuLine(line []byte, where string) {
 	s := stripPrefix(line)
-	if rest, ok := bytes.CutPrefix(s, []byte("GPU models and configuration:")); ok {
+	if rest, ok := bytes.CutPrefix(s, tokGPUConfig); ok {
 		rest = bytes.TrimSpace(rest)
 		if len(rest) == 0 {
 			d.mode = modeCollectGPUs
@@ -674,7 +712,24 @@ func (d *Detector) gpuLine(line []byte, where string) {
 	}
 }
 
-var gpuNameRE = regexp.MustCompile(`^(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|AMD|Radeon|Instinct)\b`)
+// gpuMakers begin the name of a GPU that a bare "GPU 0: NAME" lists; the
+// gate looks for ": "+maker. "AMD " keeps its space (AMD's names are "AMD
+// Instinct ...", "AMD Radeon ..."), so that no gate literal is ": AMD".
+var gpuMakers = []string{"NVIDIA", "Tesla", "GeForce", "Quadro", "TITAN", "AMD ", "Radeon", "Instinct"}
+
+var gpuNameRE = regexp.MustCompile(gpuMakersPattern())
+
+// gpuMakersPattern matches a name that starts with a maker, as a word.
+func gpuMakersPattern() string {
+	alt := make([]string, len(gpuMakers))
+	for i, m := range gpuMakers {
+		alt[i] = regexp.QuoteMeta(m)
+		if !strings.HasSuffix(m, " ") {
+			alt[i] += `\b`
+		}
+	}
+	return `^(?:` + strings.Join(alt, "|") + `)`
+}
 
 func (d *Detector) listedGPU(m [][]byte, where string) {
 	i, err := strconv.Atoi(string(m[1]))
@@ -732,9 +787,7 @@ func (d *Detector) csvLine(line []byte, where string) {
 		}
 		return
 	}
-	if !(bytes.Contains(t, []byte("memory.total")) || bytes.Contains(t, []byte("pci.bus_id")) ||
-		bytes.Contains(t, []byte("driver_version")) || bytes.Contains(t, []byte("compute_cap")) ||
-		bytes.HasPrefix(t, []byte("index, name"))) {
+	if !containsAny(t, csvHeaderToks) && !bytes.HasPrefix(t, tokIndexName) {
 		return
 	}
 	parts := strings.Split(string(t), ",")
@@ -884,16 +937,16 @@ func (d *Detector) hints(line []byte, where string) {
 			d.hint("python", "3."+string(m[1]), where)
 		}
 	}
-	if d.weak.Python == "" && bytes.Contains(line, tokPackages) {
+	if d.weak.Python == "" && bytes.Contains(line, tokPyDir) {
 		if m := pyPathRE.FindSubmatch(line); m != nil {
 			d.hint("python", string(m[1]), where)
-			if bytes.Contains(line, []byte("/dist-packages")) {
+			if bytes.Contains(line, tokDistPackages) {
 				d.hint("os", "linux", where) // Debian's layout
 			}
 		}
 	}
 	if d.weak.OS == "" && (bytes.Contains(line, tokLinuxGNU) || bytes.Contains(line, tokNVRM) ||
-		bytes.Contains(line, []byte("NVRM version:")) || bytes.Contains(line, []byte("Linux version "))) {
+		bytes.Contains(line, tokNVRMVersion) || bytes.Contains(line, tokLinuxVersion)) {
 		d.hint("os", "linux", where)
 	}
 }
@@ -902,7 +955,7 @@ func (d *Detector) hints(line []byte, where string) {
 // of a line (after log prefixes).
 func (d *Detector) torchLine(line []byte, where string) {
 	s := stripPrefix(line)
-	if len(s) < 7 || !(bytes.HasPrefix(s, tokTorch) || bytes.HasPrefix(s, []byte("pytorch"))) {
+	if len(s) < 7 || !(bytes.HasPrefix(s, tokTorch) || bytes.HasPrefix(s, tokPyTorch)) {
 		return
 	}
 	if m := torchBareRE.FindSubmatch(s); m != nil {

@@ -8,6 +8,7 @@ import (
 	cf "github.com/cloudflare/ahocorasick"
 	ac "github.com/petar-dambovaliev/aho-corasick"
 
+	"github.com/gpudx/gpudx/internal/loggen"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/literal"
 )
@@ -34,12 +35,11 @@ func BenchmarkMatch(b *testing.B) {
 		for _, kind := range []string{"plain", "prefilter"} {
 			b.Run(set.name+"/"+kind, func(b *testing.B) {
 				s, _ := New(set.es)
-				if kind == "plain" {
-					s = plainScanner(set.es)
-				}
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
-					if _, err := s.Scan(bytes.NewReader(data), func(Hit) {}); err != nil {
+					if kind == "plain" {
+						reference(s, data, MaxLine, nil, nil)
+					} else if _, err := s.Scan(bytes.NewReader(data), func(Hit) {}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -57,7 +57,9 @@ func maybeDead() []*kb.Entry {
 // literals of our entries and the deadends canons, searched for in every
 // lower-cased line of the log with overlapping matches (every literal
 // present must be reported). petar-dambovaliev/aho-corasick (a port of the
-// Rust crate, with a DFA) against cloudflare/ahocorasick.
+// Rust crate, with a DFA) against cloudflare/ahocorasick, and since the
+// chunked scan, our own sampled-gram search (litSet) over whole buffers,
+// which replaced them: see the litset and petar-dfa-whole-buffer rows.
 func BenchmarkAhoCorasick(b *testing.B) {
 	es := append(ourEntries(b), maybeDead()...)
 	seen := map[string]bool{}
@@ -123,6 +125,45 @@ func BenchmarkAhoCorasick(b *testing.B) {
 			}
 		}
 	})
+	b.Run("litset-whole-buffer", func(b *testing.B) {
+		// Ours (litSet): sampled grams; the deadends literals are as short
+		// as 3 bytes, so it samples every position here.
+		ls := newLitSet(lits, nil)
+		buf := bytes.Join(lines, []byte("\n"))
+		b.SetBytes(size)
+		for b.Loop() {
+			n := 0
+			ls.find(buf, func(int, int32) { n++ })
+		}
+	})
+	// Our knowledge base alone (literals of 8 bytes or more): what
+	// gpudx diagnose searches for by default.
+	var oursLits []string
+	for _, e := range ourEntries(b) {
+		set, _ := literal.Required(e.Regex)
+		oursLits = append(oursLits, set...)
+	}
+	buf := bytes.Join(lines, []byte("\n"))
+	b.Run("ours/litset-whole-buffer", func(b *testing.B) {
+		ls := newLitSet(dedupe(oursLits), nil)
+		b.SetBytes(size)
+		for b.Loop() {
+			n := 0
+			ls.find(buf, func(int, int32) { n++ })
+		}
+	})
+	b.Run("ours/petar-dfa-whole-buffer", func(b *testing.B) {
+		builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch, DFA: true})
+		m := builder.Build(dedupe(oursLits))
+		b.SetBytes(size)
+		for b.Loop() {
+			n := 0
+			it := m.IterOverlappingByte(buf)
+			for x := it.Next(); x != nil; x = it.Next() {
+				n++
+			}
+		}
+	})
 	b.Run("cloudflare", func(b *testing.B) {
 		m := cf.NewStringMatcher(lits)
 		b.SetBytes(size)
@@ -153,4 +194,31 @@ func BenchmarkAhoCorasick(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkScanLog scans 64 MiB of generated training log with one
+// planted error in 10,000 lines, the density of the 1 GB bench/scan log,
+// with our knowledge base: the figure the chunked scan is tuned on.
+func BenchmarkScanLog(b *testing.B) {
+	ours := ourEntries(b)
+	data := loggen.Bytes(64<<20, examples(ours), 10000, 5)
+	s, _ := New(ours)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := s.Scan(bytes.NewReader(data), func(Hit) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func dedupe(ss []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -3,25 +3,31 @@
 // with bounded memory, reporting each line an entry's regex matches.
 //
 // A regex runs only on lines that hold one of the literals every match of
-// it must contain (package literal), found for all entries at once by an
-// Aho-Corasick automaton over the lower-cased line; entries without such a
-// literal run on every line (Scanner.Unfiltered). The hits are exactly
-// those of trying every regex on every line, which the tests check.
+// it must contain (package literal). All literals are searched for at once
+// over whole chunks of input (litSet), so that the lines holding none cost
+// a few instructions each; entries without such a literal run on every
+// line (Scanner.Unfiltered). Chunks of whole lines are scanned on all cores
+// at once and what they hold is reported in input order (Plan). The hits
+// are exactly those of trying every regex on every line, which the tests
+// check.
 //
-// Lines longer than MaxLine are cut into MaxLine pieces that are scanned
-// one by one under the same line number; CRLF endings and ANSI colour codes
-// are removed before matching; invalid UTF-8 is matched as it is (RE2 reads
-// a bad byte as U+FFFD) and never stops a scan.
+// A line is the text before '\n', without a trailing '\r'. Lines longer than
+// MaxLine are cut into MaxLine pieces, counted from the line's start, that
+// are scanned one by one under the same line number. ANSI colour codes are
+// removed before matching; invalid UTF-8 is matched as it is (RE2 reads a
+// bad byte as U+FFFD) and never stops a scan.
 package scan
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"sync"
 
 	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/literal"
 )
 
 // MaxLine is the longest piece of a line matched at once.
@@ -47,27 +53,18 @@ type Stats struct {
 	Lines int   `json:"lines"`
 }
 
-// matcher is the compiled form of the entries. It is kept behind this small
-// interface so that a faster implementation can replace the plain one.
-type matcher interface {
-	// start returns what one scan matches lines with: it may keep scratch
-	// state, so it serves one goroutine.
-	start() lineMatcher
-}
-
-type lineMatcher interface {
-	// match calls emit for every entry whose pattern matches line, with
-	// the submatch index pairs of the leftmost match.
-	match(line []byte, emit func(entry int, loc []int))
-}
-
 // Scanner matches lines against a fixed set of entries. It is safe for
-// concurrent use by several Scan calls.
+// concurrent use by several scans.
 type Scanner struct {
 	entries []*kb.Entry
 	res     []*regexp.Regexp
-	pre     *prefiltered
-	m       matcher
+	names   [][]string // per entry: its regex's group names
+
+	lits   []string  // the literals the regexes require, lower-cased
+	owners [][]int32 // per literal: the entries requiring it
+	always []int32   // entries with no usable literal, ascending
+
+	plans sync.Map // Gate{} and Gate{All: true} → *Plan
 }
 
 // CompileError is an entry whose regex could not be compiled; the entry is
@@ -99,133 +96,93 @@ func New(entries []*kb.Entry) (*Scanner, []error) {
 		}
 		s.entries = append(s.entries, e)
 		s.res = append(s.res, re)
+		s.names = append(s.names, re.SubexpNames())
 	}
-	s.pre = newPrefiltered(s.res)
-	s.m = s.pre
+	index := map[string]int{}
+	for i, re := range s.res {
+		set, ok := literal.Required(re.String())
+		if !ok {
+			s.always = append(s.always, int32(i))
+			continue
+		}
+		for _, l := range set {
+			j, seen := index[l]
+			if !seen {
+				j = len(s.lits)
+				index[l] = j
+				s.lits = append(s.lits, l)
+				s.owners = append(s.owners, nil)
+			}
+			if !slices.Contains(s.owners[j], int32(i)) {
+				s.owners[j] = append(s.owners[j], int32(i))
+			}
+		}
+	}
 	return s, errs
 }
 
 // Unfiltered is the number of entries whose regex holds no literal that
 // every match must contain; they are tried on every line, and each one
 // slows every scan down.
-func (s *Scanner) Unfiltered() int { return s.pre.unfiltered() }
-
-// plainScanner is the Scanner that tries every regex on every line: the
-// reference the prefiltered matcher is tested against.
-func plainScanner(entries []*kb.Entry) *Scanner {
-	s, _ := New(entries)
-	s.m = plain(s.res)
-	return s
-}
+func (s *Scanner) Unfiltered() int { return len(s.always) }
 
 // Entries returns the entries the scanner matches, in Hit.Entry order.
 func (s *Scanner) Entries() []*kb.Entry { return s.entries }
 
-// plain tries every regex on every line: the reference implementation.
-type plain []*regexp.Regexp
-
-func (p plain) start() lineMatcher { return p }
-
-func (p plain) match(line []byte, emit func(int, []int)) {
-	for i, re := range p {
-		if loc := re.FindSubmatchIndex(line); loc != nil {
-			emit(i, loc)
-		}
+// cached returns the plan of a gate without literals, compiled once.
+func (s *Scanner) cached(all bool) *Plan {
+	if p, ok := s.plans.Load(all); ok {
+		return p.(*Plan)
 	}
+	p, _ := s.plans.LoadOrStore(all, s.Plan(Gate{All: all}))
+	return p.(*Plan)
 }
 
 // Scan reads r to the end and calls fn for every hit, in input order
 // (by line, then by entry). It returns what it read and the first read
 // error; it never stops on the content itself.
 func (s *Scanner) Scan(r io.Reader, fn func(Hit)) (Stats, error) {
-	return s.ScanLines(r, fn, nil)
+	return s.cached(false).Visit(r, funcs{hit: fn})
 }
 
 // ScanLines is Scan that also shows every line to each before its hits
 // are reported: the line number and its cleaned text (no line ending, no
 // ANSI codes, at most MaxLine bytes). text is only valid during the call
 // and during the fn calls for that line's hits, which follow it. each may
-// be nil.
+// be nil. A Plan with a Gate shows only the lines a caller needs, and is
+// much faster.
 func (s *Scanner) ScanLines(r io.Reader, fn func(Hit), each func(line int, text []byte)) (Stats, error) {
-	var st Stats
-	m := s.m.start()
-	br := bufio.NewReaderSize(r, 64<<10)
-	var acc []byte  // the line so far when it spans buffer refills
-	var start int64 // offset of acc[0] (or of the next line)
-	var clean []byte
-	line := 1
-	process := func(b []byte, off int64) {
-		b = bytes.TrimSuffix(b, []byte("\n"))
-		b = bytes.TrimSuffix(b, []byte("\r"))
-		text := b
-		stripped := false
-		if bytes.IndexByte(b, 0x1b) >= 0 {
-			clean = stripANSI(clean[:0], b)
-			text, stripped = clean, true
-		}
-		if each != nil {
-			each(line, text)
-		}
-		m.match(text, func(i int, loc []int) {
-			h := Hit{Entry: i, ID: s.entries[i].ID, Line: line, Len: loc[1] - loc[0]}
-			at := loc[0]
-			if stripped {
-				h.Offset = off + int64(rawOffset(b, at))
-			} else {
-				h.Offset = off + int64(at)
-			}
-			h.Text = evidence(text, loc[0], loc[1])
-			names := s.res[i].SubexpNames()
-			for g := 1; g < len(names); g++ {
-				if names[g] != "" && loc[2*g] >= 0 {
-					if h.Captures == nil {
-						h.Captures = map[string]string{}
-					}
-					h.Captures[names[g]] = string(text[loc[2*g]:loc[2*g+1]])
-				}
-			}
-			fn(h)
-		})
+	if each == nil {
+		return s.Scan(r, fn)
 	}
-	var last byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		st.Bytes += int64(len(frag))
-		if len(frag) > 0 {
-			last = frag[len(frag)-1]
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			acc = append(acc, frag...)
-			for len(acc) >= MaxLine {
-				process(acc[:MaxLine], start)
-				start += MaxLine
-				acc = append(acc[:0], acc[MaxLine:]...)
-			}
-			continue
-		case len(acc) > 0:
-			acc = append(acc, frag...)
-			process(acc, start)
-			start += int64(len(acc))
-			acc = acc[:0]
-		case len(frag) > 0:
-			process(frag, start)
-			start += int64(len(frag))
-		}
-		if len(frag) > 0 && last == '\n' {
-			st.Lines++
-			line++
-		}
-		if err == io.EOF {
-			if st.Bytes > 0 && last != '\n' {
-				st.Lines++ // a last line without a newline still counts
-			}
-			return st, nil
-		}
-		if err != nil {
-			return st, err
-		}
+	return s.cached(true).Visit(r, funcs{hit: fn, line: each})
+}
+
+// funcs is a Visitor made of functions.
+type funcs struct {
+	hit  func(Hit)
+	line func(int, []byte)
+}
+
+func (f funcs) Line(n int, text []byte) bool {
+	if f.line != nil {
+		f.line(n, text)
 	}
+	return false
+}
+
+func (f funcs) Hit(h Hit) { f.hit(h) }
+
+// lowerASCII appends b with A-Z lower-cased to dst.
+func lowerASCII(dst, b []byte) []byte {
+	dst = slices.Grow(dst, len(b))[:len(b)]
+	for i, c := range b {
+		if c-'A' < 26 {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
+	return dst
 }
 
 // evidence returns the line, or a window of it around [from,to) when it is

@@ -12,13 +12,14 @@
 // and the ratio gpudx/ripgrep. ripgrep only counts lines; gpudx also
 // attributes each hit to an entry and extracts its facts.
 //
-//	go run ./bench/scan [-size 1GB] [-keep DIR] [-limit 300s]
+//	go run ./bench/scan [-size 1GB] [-keep DIR] [-limit 300s] [-runs 3]
 //
 // A run that passes -limit is stopped and reported as a bound (slower than
 // size/limit). Nothing here runs under go test.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -42,14 +43,15 @@ func main() {
 	keep := flag.String("keep", "", "directory to keep (and reuse) the generated log, and the rg/grep patterns, in; default: a temporary one")
 	deadends := flag.String("deadends", "../shared/fixtures/deadends/canons", "deadends.dev canons to add in the second gpudx run (empty: skip)")
 	limit := flag.Duration("limit", 5*time.Minute, "stop a run after this long and report a bound")
+	runs := flag.Int("runs", 3, "runs of gpudx (our KB), ripgrep and grep; the fastest is reported")
 	flag.Parse()
-	if err := run(*size, *keep, *deadends, *limit); err != nil {
+	if err := run(*size, *keep, *deadends, *limit, max(1, *runs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scan:", err)
 		os.Exit(1)
 	}
 }
 
-func run(sizeArg, keep, deadends string, limit time.Duration) error {
+func run(sizeArg, keep, deadends string, limit time.Duration, runs int) error {
 	want, err := benchutil.ParseSize(sizeArg)
 	if err != nil {
 		return err
@@ -95,11 +97,33 @@ func run(sizeArg, keep, deadends string, limit time.Duration) error {
 		bounded bool
 		ok      bool
 	}
-	measure := func(name string, args ...string) result {
+	var measureOnce func(name string, args ...string) result
+	// best runs a command runs times (once if the first run hits the
+	// limit) and reports the fastest: this machine is shared and noisy.
+	best := func(name string, args ...string) result {
+		var r result
+		for i := 0; i < runs; i++ {
+			x := measureOnce(name, args...)
+			if !x.ok || x.bounded {
+				return x
+			}
+			if i == 0 || x.secs < r.secs {
+				r = x
+			}
+		}
+		if runs > 1 {
+			fmt.Printf("%-34s %10.2f %10.1f   (best of %d)\n", "", r.secs, mb/r.secs, runs)
+		}
+		return r
+	}
+	measureOnce = func(name string, args ...string) result {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Stdout, cmd.Stderr = nil, nil
+		// Not /dev/null: GNU grep stops at the first match when its
+		// output is /dev/null, and would measure nothing.
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, nil
 		t0 := time.Now()
 		err := cmd.Run()
 		secs := time.Since(t0).Seconds()
@@ -116,25 +140,29 @@ func run(sizeArg, keep, deadends string, limit time.Duration) error {
 			fmt.Printf("%-34s failed: %v\n", name, err)
 			return result{}
 		}
-		fmt.Printf("%-34s %10.2f %10.1f %12s\n", name, secs, mb/secs, rss)
+		counted := ""
+		if n := strings.TrimSpace(out.String()); name != "" && len(n) < 20 {
+			counted = "   " + n + " lines matched"
+		}
+		fmt.Printf("%-34s %10.2f %10.1f %12s%s\n", name, secs, mb/secs, rss, counted)
 		return result{secs, false, true}
 	}
-	g := measure("gpudx diagnose (our KB)", gpudx, "diagnose", "-f", "json", logf)
+	g := best("gpudx diagnose (our KB)", gpudx, "diagnose", "-f", "json", logf)
 	if deadends != "" {
 		if _, err := os.Stat(deadends); err == nil {
-			measure("gpudx diagnose (+ deadends canons)", gpudx, "diagnose", "--kb", deadends, "-f", "json", logf)
+			measureOnce("gpudx diagnose (+ deadends canons)", gpudx, "diagnose", "--kb", deadends, "-f", "json", logf)
 		} else {
 			fmt.Printf("%-34s skipped: %v\n", "gpudx diagnose (+ deadends canons)", err)
 		}
 	}
 	var rg result
 	if p, err := exec.LookPath("rg"); err == nil {
-		rg = measure("ripgrep -c -f (same patterns)", p, "-c", "-f", patf, logf)
+		rg = best("ripgrep -c -f (same patterns)", p, "-c", "-f", patf, logf)
 	} else {
 		fmt.Printf("%-34s skipped: not installed (apt-get install ripgrep)\n", "ripgrep")
 	}
 	if p, err := exec.LookPath("grep"); err == nil {
-		measure("grep -c -E -f (same patterns)", p, "-c", "-E", "-f", patf, logf)
+		best("grep -c -E -f (same patterns)", p, "-c", "-E", "-f", patf, logf)
 	}
 	if g.ok && rg.ok && !g.bounded && !rg.bounded {
 		fmt.Printf("\ngpudx / ripgrep throughput: %.3f (goal >= 0.5)\n", rg.secs/g.secs)

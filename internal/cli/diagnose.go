@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,29 +120,23 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		given.Merge(collectLive())
 	}
 	col.SetEnvironment(given)
-	var failed error
 	prog := newProgress(env, inputs)
 	prog.run(200 * time.Millisecond)
-	for _, in := range inputs {
-		r, closeFn, err := openInput(in, env.In, o.binary, prog)
-		if err != nil {
-			// Report the rest: one unreadable file must not hide what the
-			// others say. The exit status still says something failed.
-			fmt.Fprintf(env.Err, "gpudx: %v\n", err)
-			failed = err
-			continue
-		}
-		if len(inputs) > 1 {
-			col.File(in.name)
-		}
-		st, err := sc.ScanLines(r, col.Add, col.Line)
-		closeFn()
-		col.AddStats(st)
-		if err != nil {
-			fmt.Fprintf(env.Err, "gpudx: %s: read error after %d bytes: %v\n", in.name, st.Bytes, err)
-			failed = err
-		}
+	v := &diagnoseVisitor{Collector: col, inputs: inputs, stderr: env.Err, multi: len(inputs) > 1}
+	srcs := make([]scan.Input, len(inputs))
+	for i, in := range inputs {
+		srcs[i] = scan.Input{Name: in.name, Open: func() (io.ReadCloser, error) {
+			r, closeFn, err := openInput(in, env.In, o.binary, prog)
+			if err != nil {
+				return nil, err
+			}
+			return readCloser{r, closeFn}, nil
+		}}
 	}
+	// Inputs are opened and read ahead on other goroutines; what they say
+	// reaches the collector in input order.
+	diagnose.Plan(sc).VisitAll(srcs, v)
+	failed := v.failed
 	prog.finish()
 	rep := col.Report()
 	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain}
@@ -163,3 +159,42 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	}
 	return nil
 }
+
+// diagnoseVisitor feeds a scan of several inputs to the collector and
+// reports the inputs that could not be read, in input order. One
+// unreadable file must not hide what the others say; the exit status
+// still says something failed.
+type diagnoseVisitor struct {
+	*diagnose.Collector
+	inputs []input
+	stderr io.Writer
+	multi  bool
+	failed error
+}
+
+func (v *diagnoseVisitor) Begin(i int) {
+	if v.multi {
+		v.File(v.inputs[i].name)
+	}
+}
+
+func (v *diagnoseVisitor) End(i int, st scan.Stats, err error) {
+	v.AddStats(st)
+	var oe *scan.OpenError
+	switch {
+	case errors.As(err, &oe):
+		fmt.Fprintf(v.stderr, "gpudx: %v\n", oe.Err)
+		v.failed = oe.Err
+	case err != nil:
+		fmt.Fprintf(v.stderr, "gpudx: %s: read error after %d bytes: %v\n", v.inputs[i].name, st.Bytes, err)
+		v.failed = err
+	}
+}
+
+// readCloser closes an opened input with its own close function.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
