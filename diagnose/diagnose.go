@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -244,16 +243,8 @@ func bfcStart(line []byte) bool {
 	return string(t) == "Limit:" || string(t) == "InUse:"
 }
 
-var plans sync.Map // *scan.Scanner → *scan.Plan
-
 // Plan returns s compiled with Gate, once per scanner.
-func Plan(s *scan.Scanner) *scan.Plan {
-	if p, ok := plans.Load(s); ok {
-		return p.(*scan.Plan)
-	}
-	p, _ := plans.LoadOrStore(s, s.Plan(Gate()))
-	return p.(*scan.Plan)
-}
+func Plan(s *scan.Scanner) *scan.Plan { return s.CachedPlan("diagnose.Gate", Gate) }
 
 // NewCollector prepares a collector for hits from a scanner built over
 // entries (scan.Scanner.Entries()).

@@ -15,8 +15,9 @@ type Gate struct {
 	// few more lines may be shown; shorter ones are slower to search.
 	Literals []string
 	// Start, if not nil, shows a line for which it returns true. It is
-	// called on every line that nothing else selects, so it must be cheap:
-	// a look at the first bytes.
+	// called on every line that nothing else selects, from several
+	// goroutines at once, so it must be cheap (a look at the first bytes)
+	// and safe for concurrent use.
 	Start func(line []byte) bool
 	// All shows every line.
 	All bool
@@ -63,6 +64,11 @@ func (e *OpenError) Unwrap() error { return e.Err }
 // DefaultChunk is how many bytes a worker scans at once.
 const DefaultChunk = 1 << 20
 
+// MaxWorkers bounds the goroutines a scan uses, and so its memory: a scan
+// holds at most 2*workers+4 chunk buffers of DefaultChunk bytes (about
+// 36 MiB with 16 workers), whatever the size of its input.
+const MaxWorkers = 16
+
 // goldLen is the length from which a gate literal is searched ignoring
 // case: long literals let the search skip (see litSet).
 const goldLen = 6
@@ -87,7 +93,7 @@ type Plan struct {
 // Plan compiles the scanner with a gate.
 func (s *Scanner) Plan(g Gate) *Plan {
 	p := &Plan{s: s, start: g.Start, all: g.All, every: g.All || len(s.always) > 0,
-		workers: runtime.GOMAXPROCS(0), chunk: DefaultChunk, maxLine: MaxLine}
+		workers: min(runtime.GOMAXPROCS(0), MaxWorkers), chunk: DefaultChunk, maxLine: MaxLine}
 	folded := slices.Clone(s.lits)
 	p.owners = slices.Clone(s.owners)
 	p.gate = make([]bool, len(folded))
@@ -212,6 +218,8 @@ func (p *Plan) VisitAll(inputs []Input, v MultiVisitor) {
 		}
 		return b[:0]
 	}
+	// put returns a buffer no chunk took; free always has room for it.
+	put := func(b []byte) { free <- b }
 	go func() {
 		defer close(order)
 		defer close(work)
@@ -222,7 +230,7 @@ func (p *Plan) VisitAll(inputs []Input, v MultiVisitor) {
 				continue
 			}
 			order <- item{kind: itemBegin, input: i}
-			n, last, err := p.read(rc, get, func(c *chunk) {
+			n, last, err := p.read(rc, get, put, func(c *chunk) {
 				done := make(chan *result, 1)
 				order <- item{kind: itemChunk, input: i, c: c, done: done}
 				work <- item{c: c, done: done}
@@ -275,7 +283,7 @@ func (p *Plan) VisitAll(inputs []Input, v MultiVisitor) {
 // read cuts r into chunks: whole lines, or, for a line longer than a
 // buffer, pieces of maxLine bytes. It returns the bytes read, the last of
 // them, and the first error other than io.EOF.
-func (p *Plan) read(r io.Reader, get func() []byte, emit func(*chunk)) (int64, byte, error) {
+func (p *Plan) read(r io.Reader, get func() []byte, put func([]byte), emit func(*chunk)) (int64, byte, error) {
 	var n int64
 	var last byte
 	buf := get()
@@ -295,6 +303,8 @@ func (p *Plan) read(r io.Reader, get func() []byte, emit func(*chunk)) (int64, b
 		if err != nil {
 			if len(buf) > 0 {
 				emit(&chunk{buf: buf, off: off, cont: cont})
+			} else {
+				put(buf)
 			}
 			if err == io.EOF {
 				err = nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // recorder is a Visitor that keeps everything it is shown.
@@ -239,6 +240,37 @@ func TestPlanPieceBoundaries(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// Inputs that take a buffer and give no chunk (empty ones, ones that end
+// exactly where a buffer does, ones whose first read fails) hand the
+// buffer back: a hundred of them do not exhaust the pool.
+func TestVisitAllReturnsBuffers(t *testing.T) {
+	s, _ := New(testEntries)
+	for _, text := range []string{"", "aaaaaaaaaaaaaaa\n", "error"} {
+		p := s.Plan(Gate{})
+		p.chunk, p.maxLine, p.workers = 16, 8, 1
+		var inputs []Input
+		for range 100 {
+			inputs = append(inputs, Input{Open: func() (io.ReadCloser, error) {
+				if text == "error" {
+					return io.NopCloser(iotest.ErrReader(errors.New("unreadable"))), nil
+				}
+				return io.NopCloser(strings.NewReader(text)), nil
+			}})
+		}
+		rec := &recorder{}
+		done := make(chan bool)
+		go func() { p.VisitAll(inputs, rec); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%q: the scan of 100 inputs hangs after %d events", text, len(rec.events))
+		}
+		if len(rec.events) != 200 {
+			t.Fatalf("%q: %d events", text, len(rec.events))
 		}
 	}
 }

@@ -6,8 +6,9 @@
 // it must contain (package literal). All literals are searched for at once
 // over whole chunks of input (litSet), so that the lines holding none cost
 // a few instructions each; entries without such a literal run on every
-// line (Scanner.Unfiltered). Chunks of whole lines are scanned on all cores
-// at once and what they hold is reported in input order (Plan). The hits
+// line (Scanner.Unfiltered). Chunks of whole lines are scanned on all
+// cores at once (up to MaxWorkers, which bounds memory) and what they hold
+// is reported in input order (Plan). The hits
 // are exactly those of trying every regex on every line, which the tests
 // check.
 //
@@ -64,7 +65,7 @@ type Scanner struct {
 	owners [][]int32 // per literal: the entries requiring it
 	always []int32   // entries with no usable literal, ascending
 
-	plans sync.Map // Gate{} and Gate{All: true} → *Plan
+	plans sync.Map // CachedPlan's key → *Plan
 }
 
 // CompileError is an entry whose regex could not be compiled; the entry is
@@ -131,10 +132,16 @@ func (s *Scanner) Entries() []*kb.Entry { return s.entries }
 
 // cached returns the plan of a gate without literals, compiled once.
 func (s *Scanner) cached(all bool) *Plan {
-	if p, ok := s.plans.Load(all); ok {
+	return s.CachedPlan(fmt.Sprint("scan: all=", all), func() Gate { return Gate{All: all} })
+}
+
+// CachedPlan returns the Plan of the gate under key, compiling it on the
+// first call: the plan lives as long as the Scanner.
+func (s *Scanner) CachedPlan(key string, gate func() Gate) *Plan {
+	if p, ok := s.plans.Load(key); ok {
 		return p.(*Plan)
 	}
-	p, _ := s.plans.LoadOrStore(all, s.Plan(Gate{All: all}))
+	p, _ := s.plans.LoadOrStore(key, s.Plan(gate()))
 	return p.(*Plan)
 }
 
