@@ -82,38 +82,12 @@ func BenchmarkAhoCorasick(b *testing.B) {
 		size += int64(len(l)) + 1
 	}
 	b.Logf("%d literals, %d lines", len(lits), len(lines))
-	b.Run("petar-dfa", func(b *testing.B) {
-		builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch, DFA: true})
-		m := builder.Build(lits)
-		b.SetBytes(size)
-		for b.Loop() {
-			n := 0
-			for _, l := range lines {
-				it := m.IterOverlappingByte(l)
-				for x := it.Next(); x != nil; x = it.Next() {
-					n++
-				}
-			}
-		}
-	})
-	b.Run("petar-nfa", func(b *testing.B) {
-		builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch})
-		m := builder.Build(lits)
-		b.SetBytes(size)
-		for b.Loop() {
-			n := 0
-			for _, l := range lines {
-				it := m.IterOverlappingByte(l)
-				for x := it.Next(); x != nil; x = it.Next() {
-					n++
-				}
-			}
-		}
-	})
+	b.Run("petar-dfa", func(b *testing.B) { petar(b, true, lits, lines, size) })
+	b.Run("petar-nfa", func(b *testing.B) { petar(b, false, lits, lines, size) })
 	b.Run("petar-dfa-whole-buffer", func(b *testing.B) {
 		// One pass over the whole buffer: positions, not lines (the
 		// automaton's own speed, without per-line set-up).
-		petarWhole(b, lits, bytes.Join(lines, []byte("\n")), size)
+		petar(b, true, lits, [][]byte{bytes.Join(lines, []byte("\n"))}, size)
 	})
 	b.Run("litset-whole-buffer", func(b *testing.B) {
 		// Ours (litSet): sampled grams; the deadends literals are as short
@@ -143,7 +117,7 @@ func BenchmarkAhoCorasick(b *testing.B) {
 		}
 	})
 	b.Run("ours/petar-dfa-whole-buffer", func(b *testing.B) {
-		petarWhole(b, dedupe(oursLits), buf, size)
+		petar(b, true, dedupe(oursLits), [][]byte{buf}, size)
 	})
 	b.Run("cloudflare", func(b *testing.B) {
 		m := cf.NewStringMatcher(lits)
@@ -204,16 +178,19 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// petarWhole runs petar's DFA over buf, every overlapping match counted.
-func petarWhole(b *testing.B, lits []string, buf []byte, size int64) {
-	builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch, DFA: true})
+// petar runs petar's automaton (DFA or NFA) over each of bufs, every
+// overlapping match counted.
+func petar(b *testing.B, dfa bool, lits []string, bufs [][]byte, size int64) {
+	builder := ac.NewAhoCorasickBuilder(ac.Opts{MatchKind: ac.StandardMatch, DFA: dfa})
 	m := builder.Build(lits)
 	b.SetBytes(size)
 	for b.Loop() {
 		n := 0
-		it := m.IterOverlappingByte(buf)
-		for x := it.Next(); x != nil; x = it.Next() {
-			n++
+		for _, buf := range bufs {
+			it := m.IterOverlappingByte(buf)
+			for x := it.Next(); x != nil; x = it.Next() {
+				n++
+			}
 		}
 	}
 }

@@ -69,9 +69,9 @@ const DefaultChunk = 1 << 20
 // 36 MiB with 16 workers), whatever the size of its input.
 const MaxWorkers = 16
 
-// goldLen is the length from which a gate literal is searched ignoring
+// foldLen is the length from which a gate literal is searched ignoring
 // case: long literals let the search skip (see litSet).
-const goldLen = 6
+const foldLen = 6
 
 // A Plan is a Scanner with a Gate, compiled once and safe for concurrent
 // use. It reads its input in chunks of whole lines that several goroutines
@@ -107,7 +107,7 @@ func (s *Scanner) Plan(g Gate) *Plan {
 		switch {
 		case l == "":
 			p.all, p.every = true, true // every line holds ""
-		case len(l) >= goldLen:
+		case len(l) >= foldLen:
 			low := lowerString(l)
 			i, ok := index[low]
 			if !ok {

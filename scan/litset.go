@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // litSet finds every occurrence of many literals in a buffer in one pass.
@@ -118,7 +119,7 @@ func bestWindow(l string, g, stride int) int {
 	for k := 0; k+stride+g-1 <= len(l); k++ {
 		score := 0
 		for off := k; off < k+stride; off++ {
-			if commonGrams[strings.ToLower(l[off:off+g])] {
+			if commonGrams()[l[off:off+g]] { // l is lower-cased already
 				score += 1000
 			}
 		}
@@ -150,7 +151,9 @@ const commonText = ` the and not for with this that from have will are was were 
  checkpoint model weights config dataset batch train training eval validation
  0123456789 00:00 [00:00<00:00, 1.00it/s] 100% ===== ----- ..... `
 
-var commonGrams = func() map[string]bool {
+// commonGrams is built on first use: only compiling a scanner needs it,
+// not every gpudx command.
+var commonGrams = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for g := 3; g <= 4; g++ {
 		for i := 0; i+g <= len(commonText); i++ {
@@ -160,7 +163,7 @@ var commonGrams = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})
 
 // rarest is the index of the byte of s least common in logs.
 func rarest(s string) int {

@@ -16,7 +16,7 @@ type refLine struct {
 // rawOffset and evidence: the whole input in memory, every line cut at
 // '\n' and cut again into maxLine pieces, every regex tried on every
 // piece. With a gate it also returns the Line calls a Visitor must see:
-// the pieces that hold a gate literal (ignoring ASCII case from goldLen
+// the pieces that hold a gate literal (ignoring ASCII case from foldLen
 // bytes on), or that Start accepts, or that have hits, or that follow a
 // Line that asked for the next one (next decides, from the text).
 func reference(s *Scanner, data []byte, maxLine int, g *Gate, next func(text string) bool) ([]Hit, []refLine) {
@@ -62,7 +62,7 @@ func reference(s *Scanner, data []byte, maxLine int, g *Gate, next func(text str
 			if g != nil {
 				show := follow || g.All || len(lineHits) > 0 || (g.Start != nil && g.Start(text))
 				for _, l := range g.Literals {
-					if len(l) >= goldLen {
+					if len(l) >= foldLen {
 						show = show || strings.Contains(lowerString(string(text)), lowerString(l))
 					} else {
 						show = show || bytes.Contains(text, []byte(l))
