@@ -22,6 +22,7 @@ import (
 	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/oom"
+	"github.com/gpudx/gpudx/outcome"
 	"github.com/gpudx/gpudx/scan"
 )
 
@@ -108,6 +109,9 @@ type DeadEnd struct {
 	Sources   []string `json:"sources"`
 	Zh        string   `json:"zh,omitempty"`
 	Applicability
+	// Observed is the fail rate blended with reported outcomes; set only
+	// where an outcome store is in use.
+	Observed *outcome.Rate `json:"observed,omitempty"`
 }
 
 // Applicability is an item's condition evaluated against the facts and
@@ -130,6 +134,9 @@ type Workaround struct {
 	Sources     []string `json:"sources"`
 	Zh          string   `json:"zh,omitempty"`
 	Applicability
+	// Observed is the success rate blended with reported outcomes; set
+	// only where an outcome store is in use.
+	Observed *outcome.Rate `json:"observed,omitempty"`
 }
 
 // FileHits says how often a diagnosis was seen in one input.

@@ -120,7 +120,8 @@ GPU errors is built into the binary.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
-	root.AddCommand(newDiagnoseCmd(io), newEnvCmd(io), newKBCmd(io), newMemCmd(io), newVersionCmd(io))
+	root.AddCommand(newDiagnoseCmd(io), newEnvCmd(io), newKBCmd(io), newMemCmd(io), newVersionCmd(io),
+		newServeCmd(io), newMCPCmd(io), newReportCmd(io))
 	return root
 }
 
