@@ -10,13 +10,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Options configure the tools.
+type Options struct {
+	Version string
+	// AllowFiles lets tools read files named by path (stdio, where the
+	// agent runs on the same machine as gpudx). Over HTTP it is false:
+	// content travels in the request.
+	AllowFiles bool
+}
+
 // New returns an MCP server with gpudx's tools, answering from svc.
-func New(svc *service.Service, version string) *mcp.Server {
-	return mcp.NewServer(&mcp.Implementation{Name: "gpudx", Version: version}, nil)
+func New(svc *service.Service, opt Options) *mcp.Server {
+	return mcp.NewServer(&mcp.Implementation{Name: "gpudx", Version: opt.Version}, nil)
 }
 
 // HTTPHandler serves the tools over streamable HTTP (mounted at /mcp by
 // gpudx serve).
-func HTTPHandler(svc *service.Service, version string) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return New(svc, version) }, nil)
+func HTTPHandler(svc *service.Service, opt Options) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return New(svc, opt) }, nil)
 }
