@@ -18,6 +18,7 @@ type diagnoseOpts struct {
 	kb, envFiles        []string
 	binary, exitCode    bool
 	explain, liveEnv    bool
+	db                  string
 }
 
 func newDiagnoseCmd(env *IO) *cobra.Command {
@@ -79,6 +80,7 @@ input.`,
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
 	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
+	f.StringVar(&o.db, "db", "", "blend the outcomes reported to this database (a SQLite `PATH` or a postgres:// URL; see gpudx report) into the rates; by default the file gpudx report writes, when it exists")
 	return cmd
 }
 
@@ -107,6 +109,11 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	if err != nil {
 		return err
 	}
+	addOutcomes, closeOutcomes, err := diagnoseOutcomes(env, o.db)
+	if err != nil {
+		return err
+	}
+	defer closeOutcomes()
 	sc, errs := scan.New(base.Entries())
 	for _, e := range errs {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
@@ -139,6 +146,9 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	failed := v.failed
 	prog.finish()
 	rep := col.Report()
+	if err := addOutcomes(rep); err != nil {
+		return err
+	}
 	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain}
 	switch o.format {
 	case "json":

@@ -84,13 +84,16 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if !x.Applies {
 					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
 				}
-				fmt.Fprintf(&b, "- ✗ %s (%s)%s%s\n", mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), mdSources(x.Sources), na)
+				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), observed(x.Observed, o), mdSources(x.Sources), na)
 			}
 			b.WriteString("\n")
 		}
 		if len(d.Workarounds) > 0 {
 			fmt.Fprintf(&b, "**%s**\n\n", L["do"])
-			for n, x := range d.Workarounds {
+			// A bullet with the entry's number, not an ordered list:
+			// renderers renumber those from the first item, and these
+			// numbers are the ones `gpudx report` takes.
+			for _, x := range d.Workarounds {
 				text := x.Action
 				if o.Lang == "zh" && x.Zh != "" {
 					text = x.Zh
@@ -99,9 +102,9 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if !x.Applies {
 					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
 				}
-				fmt.Fprintf(&b, "%d. %s (%s)%s%s\n", n+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), mdSources(x.Sources), na)
+				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), observed(x.Observed, o), mdSources(x.Sources), na)
 				if x.How != "" {
-					fmt.Fprintf(&b, "   ```\n%s\n   ```\n", indent(x.How, "   "))
+					fmt.Fprintf(&b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
 				}
 			}
 			b.WriteString("\n")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/outcome"
 )
 
 type painter struct{ on bool }
@@ -145,48 +146,52 @@ func textBrief(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, 
 }
 
 // writeDeadEnds writes the "don't waste time on" block with at most
-// maxSources sources per item (-1 for all).
+// maxSources sources per item (-1 for all). Items are numbered as in the
+// entry (Index+1), the numbers `gpudx report --dead-end` takes, whatever
+// order the diagnosis put them in.
 func writeDeadEnds(b *strings.Builder, items []diagnose.DeadEnd, maxSources int, o Options, p painter, L map[string]string) {
 	if len(items) == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
 	for _, x := range items {
-		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + ")")
+		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + observed(x.Observed, o) + ")")
 		if !x.Applies {
 			rate += " " + p.dim("["+L["notapply"]+"]")
 		}
 		if o.Lang == "zh" && x.Zh != "" {
-			fmt.Fprintf(b, "    ✗ %s %s\n", x.Zh, rate)
+			fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.Index+1, x.Zh, rate)
 		} else {
-			fmt.Fprintf(b, "    ✗ %s %s\n", x.Action, rate)
-			fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "      "))
+			fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.Index+1, x.Action, rate)
+			fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "         "))
 		}
 		if c := condLine(x.Condition, x.Applicability, L); c != "" {
-			fmt.Fprintf(b, "      %s\n", c)
+			fmt.Fprintf(b, "         %s\n", c)
 		}
 		for _, s := range firstN(x.Sources, maxSources) {
-			fmt.Fprintf(b, "      %s\n", p.dim(L["src"]+": "+s))
+			fmt.Fprintf(b, "         %s\n", p.dim(L["src"]+": "+s))
 		}
 	}
 }
 
-// writeWorkarounds writes the "do now" block, numbered in the given order.
+// writeWorkarounds writes the "do now" block in the given order, each
+// numbered as in the entry (Index+1), the numbers `gpudx report
+// --workaround` takes.
 func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSources int, o Options, p painter, L map[string]string) {
 	if len(items) == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\n  %s\n", p.green(L["do"]))
-	for n, x := range items {
+	for _, x := range items {
 		text := x.Action
 		if o.Lang == "zh" && x.Zh != "" {
 			text = x.Zh
 		}
-		rate := p.dim("(" + fmt.Sprintf(L["works"], pct(x.SuccessRate)) + ")")
+		rate := p.dim("(" + fmt.Sprintf(L["works"], pct(x.SuccessRate)) + observed(x.Observed, o) + ")")
 		if !x.Applies {
 			rate += " " + p.dim("["+L["notapply"]+"]")
 		}
-		fmt.Fprintf(b, "    %d. %s %s\n", n+1, text, rate)
+		fmt.Fprintf(b, "    %d. %s %s\n", x.Index+1, text, rate)
 		if x.How != "" {
 			fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
 		}
@@ -197,6 +202,26 @@ func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSource
 			fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+s))
 		}
 	}
+}
+
+// observed follows a curated rate with the rate blended with reported
+// outcomes (" → 55% with 3 reports"); "" when nobody reported any.
+func observed(r *outcome.Rate, o Options) string {
+	if r == nil || r.Reports == 0 {
+		return ""
+	}
+	if o.Lang == "zh" {
+		return fmt.Sprintf(" → %d%%，计入 %d 份反馈", pct(r.Blended), r.Reports)
+	}
+	return fmt.Sprintf(" → %d%% with %s", pct(r.Blended), plural(r.Reports, "report"))
+}
+
+// plural writes n things in English.
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func firstN(s []string, n int) []string {

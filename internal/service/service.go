@@ -112,23 +112,7 @@ func (s *Service) Annotate(ctx context.Context, rep *diagnose.Report) error {
 	if s.store == nil {
 		return nil
 	}
-	for _, d := range rep.Diagnoses {
-		t, err := s.store.Tallies(ctx, d.ID)
-		if err != nil {
-			return fmt.Errorf("reading outcomes: %w", err)
-		}
-		for i := range d.Workarounds {
-			w := &d.Workarounds[i]
-			r := outcome.Blend(outcome.Workaround, w.SuccessRate, t[outcome.Key{EntryID: d.ID, Kind: outcome.Workaround, Index: w.Index}])
-			w.Observed = &r
-		}
-		for i := range d.DeadEnds {
-			x := &d.DeadEnds[i]
-			r := outcome.Blend(outcome.DeadEnd, x.FailRate, t[outcome.Key{EntryID: d.ID, Kind: outcome.DeadEnd, Index: x.Index}])
-			x.Observed = &r
-		}
-	}
-	return nil
+	return diagnose.AddOutcomes(ctx, s.store, rep)
 }
 
 // Rates are an entry's items with their blended rates, in entry order.
