@@ -1,0 +1,214 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/outcome"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LookupIn is lookup_error's input.
+type LookupIn struct {
+	Message string `json:"message" jsonschema:"an error name, code or pasted line, e.g. CUBLAS_STATUS_ALLOC_FAILED, cudaErrorIllegalAddress, Xid 79, or 'NCCL WARN ... unhandled system error' (at most 64 KiB)"`
+}
+
+// LookupOut is lookup_error's structured output.
+type LookupOut struct {
+	Matches []Match `json:"matches" jsonschema:"best matching entries first; regex_matched tells a real match of the message from a match on words"`
+}
+
+// Match is one entry that matches a looked-up error.
+type Match struct {
+	ID           string      `json:"id"`
+	Signature    string      `json:"signature"`
+	Domain       string      `json:"domain"`
+	Category     string      `json:"category"`
+	ErrorCode    string      `json:"error_code,omitempty"`
+	RegexMatched bool        `json:"regex_matched" jsonschema:"true when the entry's regex matches the text given (the message is this error); false when only its name, id or words matched"`
+	Score        int         `json:"score" jsonschema:"search rank score; higher is closer"`
+	RootCause    string      `json:"root_cause"`
+	DeadEnds     []EntryItem `json:"dead_ends" jsonschema:"what NOT to try first (usually fails)"`
+	Workarounds  []EntryItem `json:"workarounds" jsonschema:"what to try, with success rates"`
+	ConfusedWith []string    `json:"confused_with,omitempty" jsonschema:"ids of errors that look alike"`
+}
+
+// EntryItem is a dead end or workaround of an entry with its blended rate.
+type EntryItem struct {
+	Index     int      `json:"index" jsonschema:"position in the entry, from 0 (report_outcome's index)"`
+	Action    string   `json:"action"`
+	Detail    string   `json:"detail" jsonschema:"for a dead end why it fails, for a workaround how to do it"`
+	Rate      float64  `json:"rate" jsonschema:"fail rate of a dead end or success rate of a workaround, 0 to 1, blended with reported outcomes"`
+	Curated   float64  `json:"curated_rate" jsonschema:"the knowledge base's rate"`
+	Reports   int      `json:"reports" jsonschema:"outcome reports blended in"`
+	Worked    int      `json:"worked" jsonschema:"reports that said the action fixed the error"`
+	Failed    int      `json:"failed" jsonschema:"reports that said it did not"`
+	Condition string   `json:"condition,omitempty" jsonschema:"when the item applies (an expression over the message's facts and the environment)"`
+	Sources   []string `json:"sources,omitempty"`
+}
+
+func (h *handlers) addLookup(s *mcp.Server) {
+	addTool(s, &mcp.Tool{
+		Name:  "lookup_error",
+		Title: "Look up one GPU error",
+		Description: `Look up one error by its name, code or a pasted message line (CUBLAS_STATUS_ALLOC_FAILED, cudaErrorIllegalAddress, ncclSystemError, "Xid 79", "NCCL WARN ... unhandled system error").
+Returns the best matching knowledge-base entries (up to 5), each saying whether its regex matched the text (a real match) or only its words, with the root cause, dead ends (do not try first) and workarounds with rates. For a whole log use diagnose_log, which also checks conditions against the log's figures.`,
+		Annotations: readOnly(),
+	}, h.lookup)
+}
+
+const lookupResults = 5
+
+func (h *handlers) lookup(ctx context.Context, in LookupIn) (*LookupOut, string, error) {
+	msg := strings.TrimSpace(in.Message)
+	switch {
+	case msg == "":
+		return nil, "", errors.New("message is empty: give an error name or line")
+	case len(msg) > maxMessageText:
+		return nil, "", fmt.Errorf("message is %d bytes; lookup_error takes an error line or a few (at most %d): give a whole log to diagnose_log", len(msg), maxMessageText)
+	}
+	out := &LookupOut{Matches: []Match{}}
+	for _, r := range h.svc.Search(msg, lookupResults) {
+		m, err := h.match(ctx, r, msg)
+		if err != nil {
+			return nil, "", err
+		}
+		out.Matches = append(out.Matches, m)
+	}
+	return out, lookupText(msg, out), nil
+}
+
+func (h *handlers) match(ctx context.Context, r kb.Result, msg string) (Match, error) {
+	e := r.Entry
+	m := Match{ID: e.ID, Signature: e.Signature, Domain: e.Domain, Category: e.Category, ErrorCode: e.ErrorCode,
+		RegexMatched: regexMatches(e, msg), Score: r.Score, RootCause: e.RootCause}
+	var err error
+	if m.DeadEnds, m.Workarounds, err = h.items(ctx, e); err != nil {
+		return Match{}, err
+	}
+	for _, c := range e.TransitionGraph.FrequentlyConfusedWith {
+		m.ConfusedWith = append(m.ConfusedWith, c.ErrorID)
+	}
+	return m, nil
+}
+
+// regexMatches reports whether e's regex matches msg or one of its lines.
+func regexMatches(e *kb.Entry, msg string) bool {
+	re, err := e.Compiled()
+	if err != nil || e.Regex == "" {
+		return false
+	}
+	if re.MatchString(msg) {
+		return true
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if re.MatchString(strings.TrimRight(line, "\r")) {
+			return true
+		}
+	}
+	return false
+}
+
+// items lists an entry's dead ends and workarounds with their blended
+// rates, in entry order.
+func (h *handlers) items(ctx context.Context, e *kb.Entry) (des, ws []EntryItem, err error) {
+	rates, err := h.svc.Rates(ctx, e.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	des, ws = []EntryItem{}, []EntryItem{}
+	for i, x := range e.DeadEnds {
+		des = append(des, item(i, x.Action, x.WhyFails, x.Condition, x.Sources, rateAt(rates.DeadEnds, i, x.FailRate)))
+	}
+	for i, w := range e.Workarounds {
+		ws = append(ws, item(i, w.Action, w.How, w.Condition, w.Sources, rateAt(rates.Workarounds, i, w.SuccessRate)))
+	}
+	return des, ws, nil
+}
+
+func rateAt(rs []outcome.Rate, i int, curated float64) outcome.Rate {
+	if i < len(rs) {
+		return rs[i]
+	}
+	return outcome.Rate{Curated: curated, Blended: curated, PriorWeight: outcome.PriorWeight}
+}
+
+func item(i int, action, detail, cond string, sources []string, r outcome.Rate) EntryItem {
+	return EntryItem{Index: i, Action: action, Detail: detail, Rate: r.Blended, Curated: r.Curated,
+		Reports: r.Reports, Worked: r.Worked, Failed: r.Failed, Condition: cond, Sources: sources}
+}
+
+// rateOf and shown read a diagnosis item's rate: the blended one when the
+// service has a store, else the curated one.
+func rateOf(curated float64, obs *outcome.Rate) Rate {
+	if obs == nil {
+		return Rate{Curated: curated, PriorWeight: outcome.PriorWeight}
+	}
+	return Rate{Curated: obs.Curated, Reports: obs.Reports, Worked: obs.Worked, Failed: obs.Failed, PriorWeight: obs.PriorWeight}
+}
+
+func shown(curated float64, obs *outcome.Rate) float64 {
+	if obs == nil {
+		return curated
+	}
+	return obs.Blended
+}
+
+func lookupText(msg string, out *LookupOut) string {
+	var b strings.Builder
+	if len(out.Matches) == 0 {
+		fmt.Fprintf(&b, "No entry matches %q. Try search_entries with fewer or other words, or diagnose_log with the whole log.\n", clip(msg, 120))
+		return b.String()
+	}
+	best := out.Matches[0]
+	how := "only its words or name matched, not its message pattern"
+	if best.RegexMatched {
+		how = "its message pattern matched the text"
+	}
+	fmt.Fprintf(&b, "Best match: %s (%s)\n  %s\n  Root cause: %s\n", best.ID, how, clip(best.Signature, 200), clip(best.RootCause, 600))
+	writeEntryItems(&b, best.DeadEnds, best.Workarounds)
+	if len(out.Matches) > 1 {
+		b.WriteString("Other candidates:\n")
+		for _, m := range out.Matches[1:] {
+			tag := ""
+			if m.RegexMatched {
+				tag = " (pattern matched)"
+			}
+			fmt.Fprintf(&b, "- %s%s: %s\n", m.ID, tag, clip(m.Signature, 120))
+		}
+	}
+	b.WriteString("Conditions were not checked against a log: diagnose_log does that. get_entry shows an entry in full.\n")
+	return b.String()
+}
+
+func writeEntryItems(b *strings.Builder, des, ws []EntryItem) {
+	if len(des) > 0 {
+		b.WriteString("  Do not try first (usually fails):\n")
+		for _, x := range des {
+			fmt.Fprintf(b, "  ✗ dead_end %d: %s (fails %s%s)%s\n", x.Index, x.Action, pct(x.Rate), itemReports(x), when(x.Condition))
+		}
+	}
+	if len(ws) > 0 {
+		b.WriteString("  Try:\n")
+		for _, w := range ws {
+			fmt.Fprintf(b, "  ✓ workaround %d: %s (works %s%s)%s\n    how: %s\n", w.Index, w.Action, pct(w.Rate), itemReports(w), when(w.Condition), w.Detail)
+		}
+	}
+}
+
+func itemReports(x EntryItem) string {
+	if x.Reports == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d report(s), curated %s", x.Reports, pct(x.Curated))
+}
+
+func when(cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return " [when " + cond + "]"
+}
