@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -261,7 +262,7 @@ func NewCollector(entries []*kb.Entry) *Collector {
 	c.spec = make([]int, len(entries))
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
-		c.spec[i] = Specificity(e.Regex)
+		c.spec[i] = cachedSpecificity(e.Regex)
 		c.memory[i] = e.IsMemory()
 	}
 	c.stats.Entries = len(entries)
@@ -550,6 +551,19 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// specCache holds Specificity by regex: a server builds a collector per
+// request, and parsing every entry's regex again was most of its CPU.
+var specCache sync.Map
+
+func cachedSpecificity(expr string) int {
+	if v, ok := specCache.Load(expr); ok {
+		return v.(int)
+	}
+	n := Specificity(expr)
+	specCache.Store(expr, n)
+	return n
 }
 
 // Specificity is the number of literal bytes any match of the regex must

@@ -306,7 +306,8 @@ func TestKBCommands(t *testing.T) {
 
 func TestHelpTeaches(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"diagnose", "--help"}, {"kb", "--help"}, {"kb", "lint", "--help"},
-		{"env", "--help"}, {"kb", "show", "--help"}, {"kb", "search", "--help"}, {"kb", "list", "--help"}, {"kb", "convert", "--help"}, {"version", "--help"}} {
+		{"env", "--help"}, {"kb", "show", "--help"}, {"kb", "search", "--help"}, {"kb", "list", "--help"}, {"kb", "convert", "--help"}, {"version", "--help"},
+		{"report", "--help"}, {"serve", "--help"}, {"mcp", "--help"}, {"mem", "--help"}} {
 		r := run(t, "", nil, args...)
 		if r.code != 0 || !strings.Contains(r.out, "Examples:") || !strings.Contains(r.out, "Usage:") {
 			t.Errorf("%v: exit %d, no Examples/Usage:\n%s", args, r.code, r.out)
