@@ -47,6 +47,9 @@ type Entry struct {
 	Tags               []string          `json:"tags"`
 	Locale             string            `json:"locale"`
 	Examples           Examples          `json:"examples"`
+	// Operator is set for events a node operator acts on (Xid and other
+	// kernel-driver events); nil for application errors.
+	Operator *Operator `json:"operator,omitempty"`
 
 	// Origin says where the entry was loaded from (a path, or
 	// "embedded:<path>"); it is not part of the file format.
@@ -200,3 +203,36 @@ func at(s []string, i int) string {
 	}
 	return ""
 }
+
+// Operator says what a cluster operator does about a driver or hardware
+// event, independent of the job that saw it: how bad it is, whose fault
+// it is, whether the node leaves the pool, and NVIDIA's resolution bucket
+// where NVIDIA's Xid catalog gives one.
+type Operator struct {
+	// Severity: critical (the GPU or node is unusable until acted on),
+	// error (the job died; the GPU may be fine), warning (degraded or a
+	// precursor), info (recorded, no action).
+	Severity string `json:"severity"`
+	// Fault: hardware, application, driver (driver or firmware), or
+	// either (the message alone cannot tell; see the entry's root cause).
+	Fault string `json:"fault"`
+	// Drain: yes (take the node out of scheduling now), no, or
+	// if_repeats (only when the event recurs on the same GPU).
+	Drain string `json:"drain"`
+	// Action is NVIDIA's immediate resolution bucket from its Xid catalog
+	// (RESTART_APP, RESET_GPU, RESTART_BM, IGNORE, CONTACT_SUPPORT or a
+	// WORKFLOW_* name); empty where NVIDIA gives none.
+	Action string `json:"action"`
+	// Next is the operator's next step in one sentence, and NextZh the same
+	// in Chinese.
+	Next   string `json:"next"`
+	NextZh string `json:"next_zh"`
+}
+
+// Values an Operator's fields may take.
+var (
+	Severities   = []string{"critical", "error", "warning", "info"}
+	Faults       = []string{"hardware", "application", "driver", "either"}
+	DrainChoices = []string{"yes", "no", "if_repeats"}
+)
+

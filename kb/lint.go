@@ -117,8 +117,11 @@ var entryFields = []fieldSpec{
 	{"resolvable", kString, true}, {"first_seen", kString, true},
 	{"last_confirmed", kString, true}, {"last_updated", kString, true},
 	{"evidence_count", kInt, true}, {"tags", kStrings, true}, {"locale", kString, true},
-	{"examples", kObject, true},
+	{"examples", kObject, true}, {"operator", kObject, false},
 }
+
+var operatorFields = []fieldSpec{{"severity", kString, true}, {"fault", kString, true},
+	{"drain", kString, true}, {"action", kString, true}, {"next", kString, true}, {"next_zh", kString, true}}
 
 var itemFields = map[string][]fieldSpec{
 	"dead_ends": {{"action", kString, true}, {"why_fails", kString, true},
@@ -317,6 +320,12 @@ func (l *Linter) lintFile(f File, add func(field, msg string)) (*Entry, *regexp.
 				{"no_match", kStrings, true}, {"sources", kStrings, false}}, add) && typesOK
 		}
 	}
+	if raw, ok := top["operator"]; ok {
+		var op map[string]json.RawMessage
+		if json.Unmarshal(raw, &op) == nil {
+			typesOK = checkFields("operator.", op, operatorFields, add) && typesOK
+		}
+	}
 	if !typesOK {
 		return nil, nil // semantic checks would only repeat the type errors
 	}
@@ -447,6 +456,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		checkRate(f+".success_rate", w.SuccessRate, add)
 		checkSources(f+".sources", w.Sources, add)
 	}
+	checkOperator(e, add)
 	if len(e.WorkaroundsZh) != len(e.Workarounds) {
 		add("workarounds_zh", fmt.Sprintf("%d items for %d workarounds", len(e.WorkaroundsZh), len(e.Workarounds)))
 	}
@@ -490,6 +500,29 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		}
 	}
 	return re
+}
+
+var actionRE = regexp.MustCompile(`^(RESTART_APP|RESET_GPU|RESTART_BM|IGNORE|CONTACT_SUPPORT|WORKFLOW_[A-Z0-9_]+)?$`)
+
+// checkOperator requires the operator block on Xid entries (an operator
+// reads them, not the job's author) and checks its values.
+func checkOperator(e *Entry, add func(field, msg string)) {
+	o := e.Operator
+	if o == nil {
+		if strings.HasPrefix(e.ErrorCode, "Xid") {
+			add("operator", "missing: an Xid entry says severity, fault, drain and the next step")
+		}
+		return
+	}
+	checkEnum("operator.severity", o.Severity, Severities, add)
+	checkEnum("operator.fault", o.Fault, Faults, add)
+	checkEnum("operator.drain", o.Drain, DrainChoices, add)
+	if !actionRE.MatchString(o.Action) {
+		add("operator.action", fmt.Sprintf("%q is not an NVIDIA resolution bucket (RESTART_APP, RESET_GPU, RESTART_BM, IGNORE, CONTACT_SUPPORT, WORKFLOW_*) or empty", o.Action))
+	}
+	if strings.TrimSpace(o.Next) == "" || strings.TrimSpace(o.NextZh) == "" {
+		add("operator.next", "empty: say the operator's next step, in English and Chinese (next_zh)")
+	}
 }
 
 func checkSources(field string, srcs []string, add func(field, msg string)) {

@@ -61,6 +61,14 @@ func TestLintRules(t *testing.T) {
 			`bad-condition.json: workarounds[0].condition: env.gpu_name is not provided (known: torch, torch_cuda, cuda, driver_cuda, driver, cudnn, nccl, python, jax, jaxlib, tensorflow, triton, os, gpu, gpu_memory, gpus)`}},
 		{"bad-condition-type", false, []string{
 			`bad-condition-type.json: workarounds[0].condition: on example "RuntimeError: driver version 470.82.01 is too old": cannot evaluate: compare versions with a quoted version such as '2.10', not 500`}},
+		{"xid-no-operator", false, []string{`xid-no-operator.json: operator: missing: an Xid entry says severity, fault, drain and the next step`}},
+		{"bad-operator", false, []string{
+			`bad-operator.json: operator.extra: unknown field`,
+			`bad-operator.json: operator.severity: "fatal" is not one of critical, error, warning, info`,
+			`bad-operator.json: operator.drain: "maybe" is not one of yes, no, if_repeats`,
+			`bad-operator.json: operator.action: "REBOOT" is not an NVIDIA resolution bucket (RESTART_APP, RESET_GPU, RESTART_BM, IGNORE, CONTACT_SUPPORT, WORKFLOW_*) or empty`,
+			`bad-operator.json: operator.next: empty: say the operator's next step, in English and Chinese (next_zh)`}},
+		{"good-operator", false, nil},
 		{"zh-length", false, []string{`zh-length.json: workarounds_zh: 0 items for 1 workarounds`, `zh-length.json: dead_ends_zh: 2 items for 1 dead ends`}},
 		{"empty-action", false, []string{
 			`empty-action.json: dead_ends[0].action: empty: say what people try`,
