@@ -82,6 +82,9 @@ type Diagnosis struct {
 	FixSuccessRate   float64               `json:"fix_success_rate"`
 	Resolvable       string                `json:"resolvable"`
 	OfficialDocURL   string                `json:"official_doc_url,omitempty"`
+	// Operator is what a node operator does about a driver or hardware
+	// event (Xid entries); nil for application errors.
+	Operator *kb.Operator `json:"operator,omitempty"`
 
 	entry    *kb.Entry
 	entryIdx int // the entry's index in the collector, which keys its group
@@ -519,7 +522,7 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
 		VerificationTier: e.VerificationTier, Confidence: e.Confidence,
 		FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
-		OfficialDocURL: e.OfficialDocURL, Evidence: []Evidence{}, Why: []string{}, WhyZh: []string{}, entry: e,
+		OfficialDocURL: e.OfficialDocURL, Operator: e.Operator, Evidence: []Evidence{}, Why: []string{}, WhyZh: []string{}, entry: e,
 	}
 	if d.Versions == nil {
 		d.Versions = []kb.Version{}

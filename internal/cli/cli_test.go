@@ -60,6 +60,8 @@ func TestDiagnoseGolden(t *testing.T) {
 		{"ddp-oom.txt", "text", "en", "ddp-oom.log"},
 		{"ddp-oom.zh.txt", "text", "zh", "ddp-oom.log"},
 		{"device-assert.md", "markdown", "en", "device-assert.log"},
+		{"xid79-dmesg.zh.txt", "text", "zh", "xid79-dmesg.log"},
+		{"xid79-dmesg.md", "markdown", "en", "xid79-dmesg.log"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, "", nil, "diagnose", "--format", tt.format, "--lang", tt.lang, "../../examples/"+tt.file)

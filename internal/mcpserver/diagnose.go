@@ -10,6 +10,8 @@ import (
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/facts"
+	"github.com/gpudx/gpudx/internal/render"
+	"github.com/gpudx/gpudx/kb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,6 +59,7 @@ type Diagnosis struct {
 	Why         []string          `json:"why" jsonschema:"why the diagnosis is ranked where it is"`
 	Facts       map[string]string `json:"facts" jsonschema:"figures read from the message (sizes, ids, versions) as text"`
 	Memory      *Memory           `json:"memory,omitempty" jsonschema:"for an out-of-memory message: the arithmetic and its verdict"`
+	Operator    *kb.Operator      `json:"operator,omitempty" jsonschema:"for a driver or hardware event (Xid): severity, whose fault, whether to drain the node, NVIDIA's resolution bucket and the operator's next step"`
 	DeadEnds    []DeadEnd         `json:"dead_ends" jsonschema:"what NOT to try first: actions that usually fail for this error, ordered with those that apply here first"`
 	Workarounds []Workaround      `json:"workarounds" jsonschema:"what to try: fixes with their success rate, ordered with those that apply here first"`
 	LeadsTo     []string          `json:"leads_to,omitempty" jsonschema:"errors this one is known to cause"`
@@ -211,6 +214,7 @@ func diagnosisOut(d *diagnose.Diagnosis) Diagnosis {
 		Root: d.Root, CausedBy: d.CausedBy, Count: d.Count, FirstLine: d.FirstLine, Ranks: d.Ranks,
 		Evidence: []Evidence{}, RootCause: d.RootCause, Why: nonNil(d.Why), Facts: factText(d.Facts),
 		DeadEnds: []DeadEnd{}, Workarounds: []Workaround{}, LeadsTo: d.LeadsTo, DocURL: d.OfficialDocURL,
+		Operator: d.Operator,
 	}
 	for _, e := range d.Evidence {
 		o.Evidence = append(o.Evidence, Evidence{Line: e.Line, Text: e.Text})
@@ -295,6 +299,9 @@ func diagnoseText(out *DiagnoseOut) string {
 		fmt.Fprintf(&b, "\n%s: %s (%s)\n  %s\n", label, d.ID, where(d), clip(d.Signature, 200))
 		if d.Memory != nil {
 			fmt.Fprintf(&b, "  Memory: %s: %s\n", d.Memory.Verdict, d.Memory.Reason)
+		}
+		if line, next := render.OperatorLine(d.Operator, "en"); line != "" {
+			fmt.Fprintf(&b, "  Operator: %s. %s\n", line, next)
 		}
 		writeItems(&b, d.ID, d.DeadEnds, d.Workarounds)
 	}

@@ -44,6 +44,7 @@ type EntryOut struct {
 	Resolvable       string         `json:"resolvable"`
 	Tags             []string       `json:"tags"`
 	LastConfirmed    string         `json:"last_confirmed,omitempty"`
+	Operator         *kb.Operator   `json:"operator,omitempty" jsonschema:"for a driver or hardware event (Xid): severity, whose fault, whether to drain the node, NVIDIA's resolution bucket and the operator's next step"`
 }
 
 func (h *handlers) addGetEntry(s *mcp.Server) {
@@ -77,7 +78,7 @@ func (h *handlers) getEntry(ctx context.Context, in GetEntryIn) (*EntryOut, stri
 		ConfusedWith: nonNil(e.TransitionGraph.FrequentlyConfusedWith), Versions: nonNil(e.Versions),
 		Examples: nonNil(e.Examples.Match), OfficialDocURL: e.OfficialDocURL, VerificationTier: e.VerificationTier,
 		Confidence: e.Confidence, FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
-		Tags: nonNil(e.Tags), LastConfirmed: e.LastConfirmed,
+		Tags: nonNil(e.Tags), LastConfirmed: e.LastConfirmed, Operator: e.Operator,
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s, %s)\n  %s\n  Root cause: %s\n", e.ID, e.Domain, e.Category, clip(e.Signature, 200), e.RootCause)

@@ -292,3 +292,26 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 		t.Errorf("diagnosis workaround 0 %+v", w)
 	}
 }
+
+// An Xid from a kernel log reaches the agent with the operator's block:
+// in the structured result and in the text it reads first.
+func TestOperator(t *testing.T) {
+	cs := connectMem(t, newService(t, nil), Options{})
+	var out DiagnoseOut
+	text := call(t, cs, "diagnose_log", map[string]any{"log": string(readFile(t, "examples/xid79-dmesg.log"))}, &out)
+	if len(out.Diagnoses) == 0 || out.Diagnoses[0].ID != "driver/xid-79-fallen-off-bus" {
+		t.Fatalf("diagnoses %+v", out.Diagnoses)
+	}
+	op := out.Diagnoses[0].Operator
+	if op == nil || op.Severity != "critical" || op.Fault != "hardware" || op.Drain != "yes" || op.Action != "RESTART_BM" {
+		t.Errorf("operator %+v", op)
+	}
+	if !strings.Contains(text, "Operator: critical: GPU or node unusable until acted on · hardware fault · drain the node · NVIDIA action RESTART_BM. Drain the node") {
+		t.Errorf("text lacks the operator line:\n%s", text)
+	}
+	var e EntryOut
+	call(t, cs, "get_entry", map[string]any{"id": "driver/xid-79-fallen-off-bus"}, &e)
+	if e.Operator == nil || e.Operator.Drain != "yes" {
+		t.Errorf("get_entry operator %+v", e.Operator)
+	}
+}

@@ -56,6 +56,9 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 		if len(d.Facts) > 0 {
 			fmt.Fprintf(&b, "**%s:** `%s`\n\n", L["facts"], factList(d.Facts))
 		}
+		if line, next := OperatorLine(d.Operator, o.Lang); line != "" {
+			fmt.Fprintf(&b, "**%s:** %s. %s\n\n", L["operator"], mdEscape(line), mdEscape(next))
+		}
 		if head, figs, advice := memoryLines(d, o, L); head != "" {
 			fmt.Fprintf(&b, "**%s**\n\n", mdEscape(head))
 			if figs != "" {

@@ -92,6 +92,9 @@ func textFull(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L
 	if len(d.Facts) > 0 {
 		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(L["facts"]), factList(d.Facts))
 	}
+	if line, next := OperatorLine(d.Operator, o.Lang); line != "" {
+		fmt.Fprintf(b, "\n  %s: %s\n%s\n", p.bold(L["operator"]), line, indent("→ "+next, "    "))
+	}
 	if len(d.Files) > 1 {
 		parts := make([]string, len(d.Files))
 		for i, f := range d.Files {
@@ -141,6 +144,9 @@ func textBrief(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, 
 	}
 	if len(d.Facts) > 0 {
 		fmt.Fprintf(b, "  %s: %s\n", L["facts"], factList(d.Facts))
+	}
+	if line, _ := OperatorLine(d.Operator, o.Lang); line != "" {
+		fmt.Fprintf(b, "  %s: %s\n", L["operator"], line)
 	}
 	fmt.Fprintf(b, "  %s\n", p.dim(fmt.Sprintf(L["more"], d.ID)))
 }

@@ -325,3 +325,29 @@ func TestDiagnoseWithEnvironment(t *testing.T) {
 		t.Errorf("version table rows %q", got[6:])
 	}
 }
+
+// An Xid in a kernel log shows the operator's block on its card and on
+// its entry page, in both languages, from the entry's operator fields.
+func TestOperatorBlock(t *testing.T) {
+	svc := newService(t, nil)
+	h := New(svc, Options{})
+	log := readFile(t, "../../examples/xid79-dmesg.log")
+	for _, tt := range []struct{ lang, line, next string }{
+		{"en", "critical: GPU or node unusable until acted on · hardware fault · drain the node · NVIDIA action RESTART_BM",
+			"→ Drain the node, save the kernel log, reboot;"},
+		{"zh", "严重：处理前 GPU 或节点不可用 · 硬件故障 · 下线该节点 · NVIDIA 建议操作 RESTART_BM", "→ 下线节点，保存内核日志后重启；"},
+	} {
+		r := post(t, h, "/diagnose?lang="+tt.lang, part{name: "log", data: log})
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: status %d", tt.lang, r.status)
+		}
+		ps := all(one(t, one(t, r.doc, "article.card.root"), "section.op"), "p")
+		if len(ps) != 2 || text(ps[0]) != tt.line || !strings.HasPrefix(text(ps[1]), tt.next) {
+			t.Errorf("%s: operator section %q", tt.lang, texts(ps))
+		}
+		page := get(t, h, "/entries/driver/xid-79-fallen-off-bus?lang="+tt.lang)
+		if !strings.Contains(string(page.raw), tt.line) {
+			t.Errorf("%s: entry page lacks the operator line", tt.lang)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/internal/render"
 	"github.com/gpudx/gpudx/internal/service"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
@@ -185,6 +186,9 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 	meta("e_domain", e.Domain)
 	meta("e_category", e.Category)
 	meta("e_code", e.ErrorCode)
+	if line, next := render.OperatorLine(e.Operator, l); line != "" {
+		meta("e_operator", line+". "+next)
+	}
 	meta("e_rctype", e.RootCauseType)
 	meta("e_tier", e.VerificationTier)
 	meta("e_conf", fmtFloat(e.Confidence))

@@ -9,6 +9,7 @@ import (
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/facts"
+	"github.com/gpudx/gpudx/internal/render"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
 )
@@ -42,6 +43,8 @@ type card struct {
 	RootCause string
 	Evidence  []evidence
 	Facts     []fact
+	Operator  string // what a node operator does, and next the step
+	OpNext    string
 	Memory    *memoryView
 	Notes     []string // version notes
 	Versions  []versionRow
@@ -174,6 +177,7 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 			c.Evidence = append(c.Evidence, evidence{Line: e.Line, File: e.File, Text: e.Text})
 		}
 		c.Facts = factList(d.Facts)
+		c.Operator, c.OpNext = render.OperatorLine(d.Operator, l)
 		c.Why = d.Why
 		if l == "zh" && len(d.WhyZh) == len(d.Why) {
 			c.Why = d.WhyZh
