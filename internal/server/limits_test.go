@@ -43,6 +43,9 @@ func TestBodyLimits(t *testing.T) {
 			"the log is larger once decompressed than this server's limit of 3.76 KiB (3848 bytes)"},
 		{"gzip bomb sniffed", "/api/v1/diagnose", bomb, true, nil, 413, "the log is larger once decompressed"},
 		{"snapshot at the limit", "/api/v1/snapshots", snap, true, nil, 200, ""},
+		{"gzip snapshot at the limit", "/api/v1/snapshots", gzipped(t, snap), true, nil, 200, ""},
+		{"gzip snapshot bomb sniffed", "/api/v1/snapshots", gzipped(t, append(append([]byte{}, snap...), make([]byte, 1<<20)...)), true, nil, 413,
+			"the snapshot is larger once decompressed than this server's limit of 1.97 KiB (2014 bytes)"},
 		{"snapshot one byte over", "/api/v1/snapshots", append(append([]byte{}, snap...), 0), false, nil, 413, "the snapshot is larger than this server's limit of 1.97 KiB (2014 bytes)"},
 		{"snapshot one byte over, chunked", "/api/v1/snapshots", append(append([]byte{}, snap...), 0), true, nil, 413, "the snapshot is larger than this server's limit of 1.97 KiB (2014 bytes)"},
 	} {

@@ -24,9 +24,9 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%s", msg)
 		return
 	}
-	// The snapshot reader detects gzip itself; only Content-Encoding is
-	// decoded here.
-	b := s.openBody(w, r, "snapshot", s.opt.MaxSnapshotBytes, false)
+	// A gzip file is decoded here, not by the snapshot reader, so that the
+	// limit holds after decompression too.
+	b := s.openBody(w, r, "snapshot", s.opt.MaxSnapshotBytes, true)
 	if b == nil {
 		return
 	}
