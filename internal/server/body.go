@@ -72,6 +72,7 @@ type body struct {
 	what    string // "log", "snapshot", "outcome report": for messages
 	wire    *limited
 	decoded *limited // nil when the body is not compressed
+	sniffed bool     // gzip found by its magic bytes, not by Content-Encoding: the file itself is gzip
 }
 
 // bytes is how many decoded bytes the handler read.
@@ -105,6 +106,7 @@ func (s *Server) openBody(w http.ResponseWriter, r *http.Request, what string, l
 	if !gz && sniffGzip {
 		head, _ := br.Peek(2)
 		gz = len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b
+		b.sniffed = gz
 	}
 	if !gz {
 		b.Reader = br

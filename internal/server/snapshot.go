@@ -56,6 +56,9 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if b.sniffed {
+		rep.Info.Format += ", gzip" // as gpudx mem says of a gzip file
+	}
 	writeJSON(w, http.StatusOK, rep)
 }
 
