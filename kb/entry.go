@@ -235,4 +235,3 @@ var (
 	Faults       = []string{"hardware", "application", "driver", "either"}
 	DrainChoices = []string{"yes", "no", "if_repeats"}
 )
-
