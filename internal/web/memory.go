@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -160,17 +162,34 @@ func (h *handler) readSnapForm(r *http.Request) (snapForm, error) {
 // far. An empty file input (no file chosen) leaves f.snap nil.
 func (h *handler) readSnapshot(r *http.Request, part io.Reader, f *snapForm) error {
 	lr := &limitedReader{r: part, left: h.opt.MaxSnapshotBytes}
-	var first [1]byte
-	n, err := io.ReadFull(lr, first[:])
-	if n == 0 {
+	br := bufio.NewReaderSize(lr, 64<<10)
+	head, err := br.Peek(2)
+	if len(head) == 0 {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil
 		}
 		return err
 	}
+	// A gzip file is decoded here, not by the snapshot reader, so that the
+	// limit holds after decompression too: a small file could expand
+	// without bound.
+	in, dec := io.Reader(br), (*limitedReader)(nil)
+	gz := len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b
+	if gz {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			if lr.over {
+				return &errTooLarge{fieldSnapshot}
+			}
+			return err
+		}
+		dec = &limitedReader{r: zr, left: h.opt.MaxSnapshotBytes}
+		in = dec
+	}
+	over := func() bool { return lr.over || (dec != nil && dec.over) }
 	opt, _ := memOptions(f.memoryBody, "en") // a bad option is reported after the read
-	snap, rep, err := h.svc.Snapshot(r.Context(), io.MultiReader(bytes.NewReader(first[:]), lr), opt)
-	if lr.over {
+	snap, rep, err := h.svc.Snapshot(r.Context(), in, opt)
+	if over() {
 		return &errTooLarge{fieldSnapshot}
 	}
 	var mb *http.MaxBytesError
@@ -181,10 +200,13 @@ func (h *handler) readSnapshot(r *http.Request, part io.Reader, f *snapForm) err
 		return err
 	}
 	// Whatever follows the pickle counts against the limit too.
-	if _, err := io.Copy(io.Discard, lr); lr.over {
+	if _, err := io.Copy(io.Discard, in); over() {
 		return &errTooLarge{fieldSnapshot}
 	} else if err != nil {
 		return err
+	}
+	if gz {
+		rep.Info.Format += ", gzip" // as gpudx mem says of a gzip file
 	}
 	f.snap, f.rep, f.asked = snap, rep, opt
 	return nil

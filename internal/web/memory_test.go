@@ -155,4 +155,16 @@ func TestSnapshotSizeLimit(t *testing.T) {
 	if r.status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a byte after the pickle, over the limit: status %d", r.status)
 	}
+	// The limit holds after gzip decoding: the gzip of exactly the limit is
+	// read, a small gzip that expands past it is refused.
+	r = post(t, New(newService(t, nil), Options{MaxSnapshotBytes: n}), "/memory", part{name: "snapshot", file: "s.pickle.gz", data: gz(t, snap)})
+	if r.status != http.StatusOK {
+		t.Fatalf("gzip of exactly the limit: status %d", r.status)
+	}
+	bomb := gz(t, append(append([]byte{}, snap...), make([]byte, 1<<20)...))
+	limit := int64(len(bomb)) + 100 // the file itself is within the limit
+	r = post(t, New(newService(t, nil), Options{MaxSnapshotBytes: limit}), "/memory", part{name: "snapshot", file: "s.pickle.gz", data: bomb})
+	if r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("gzip bomb (%d bytes): status %d", len(bomb), r.status)
+	}
 }
