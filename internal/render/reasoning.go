@@ -57,7 +57,9 @@ func ranksLine(r *diagnose.RankSummary, o Options, L map[string]string) string {
 // maxListed bounds the ranks printed in one list; JSON has them all.
 const maxListed = 16
 
-func intList(xs []int) string {
+// IntList writes xs as a comma list, at most 16 of them and a count of
+// the rest (the web page lists ranks as the text output does).
+func IntList(xs []int) string {
 	n := min(len(xs), maxListed)
 	parts := make([]string, n, n+1)
 	for i, x := range xs[:n] {

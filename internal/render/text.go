@@ -74,7 +74,7 @@ func where(d *diagnose.Diagnosis, L map[string]string) string {
 		s += "  " + fmt.Sprintf(L["times"], d.Count)
 	}
 	if len(d.Ranks) > 0 {
-		s += "  " + fmt.Sprintf(L["onranks"], intList(d.Ranks))
+		s += "  " + fmt.Sprintf(L["onranks"], IntList(d.Ranks))
 	}
 	return s
 }

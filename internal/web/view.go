@@ -281,24 +281,9 @@ func where(d *diagnose.Diagnosis, l string) string {
 		parts = append(parts, tr(l, "times", d.Count))
 	}
 	if len(d.Ranks) > 0 {
-		parts = append(parts, tr(l, "onranks", intList(d.Ranks)))
+		parts = append(parts, tr(l, "onranks", render.IntList(d.Ranks)))
 	}
 	return strings.Join(parts, " · ")
-}
-
-// maxListed bounds the ranks written in one list, as the text output does.
-const maxListed = 16
-
-func intList(xs []int) string {
-	n := min(len(xs), maxListed)
-	parts := make([]string, n, n+1)
-	for i, x := range xs[:n] {
-		parts[i] = strconv.Itoa(x)
-	}
-	if len(xs) > n {
-		parts = append(parts, fmt.Sprintf("… (+%d)", len(xs)-n))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func factList(f map[string]facts.Fact) []fact {
