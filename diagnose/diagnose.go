@@ -382,17 +382,22 @@ func overlap(a, b scan.Hit) bool {
 	return a.Offset < b.Offset+int64(max(b.Len, 1)) && b.Offset < a.Offset+int64(max(a.Len, 1))
 }
 
-// moreSpecific: an entry whose regex demands more literal text is the more
-// specific description of the line; ties go to the entry whose root cause
-// is not marked generic, then to the lower id for determinism.
+// moreSpecific: an entry whose root cause is marked generic (a wrapper
+// such as PyTorch's "Unexpected error from cudaGetDeviceCount()") yields
+// to one that is not; otherwise the entry whose regex demands more literal
+// text is the more specific description of the line, and the lower id
+// breaks ties for determinism. Where a regex is an alternation, the branch
+// that matched is what counts: a narrow branch added to a broad entry must
+// not lose to its broad sibling.
 func (c *Collector) moreSpecific(a, b scan.Hit) bool {
-	if c.spec[a.Entry] != c.spec[b.Entry] {
-		return c.spec[a.Entry] > c.spec[b.Entry]
-	}
 	ga := c.entries[a.Entry].RootCauseType == "generic"
 	gb := c.entries[b.Entry].RootCauseType == "generic"
 	if ga != gb {
 		return !ga
+	}
+	sa, sb := c.hitSpecificity(a), c.hitSpecificity(b)
+	if sa != sb {
+		return sa > sb
 	}
 	return a.ID < b.ID
 }
@@ -554,6 +559,81 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// hitSpecificity is the specificity of the most specific top-level branch
+// of the hit's regex that matches the hit's text (the whole regex's when it
+// has one branch, or when no branch matches the evidence as cut).
+func (c *Collector) hitSpecificity(h scan.Hit) int {
+	n := c.spec[h.Entry]
+	for _, br := range cachedBranches(c.entries[h.Entry].Regex) {
+		if br.spec > n && br.re.MatchString(h.Text) {
+			n = br.spec
+		}
+	}
+	return n
+}
+
+type branch struct {
+	re   *regexp.Regexp
+	spec int
+}
+
+// branchCache holds each regex's top-level branches (nil for one branch).
+var branchCache sync.Map
+
+func cachedBranches(expr string) []branch {
+	if v, ok := branchCache.Load(expr); ok {
+		return v.([]branch)
+	}
+	var bs []branch
+	if parts := TopLevelBranches(expr); len(parts) > 1 {
+		for _, p := range parts {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				bs = nil
+				break
+			}
+			bs = append(bs, branch{re, Specificity(p)})
+		}
+	}
+	branchCache.Store(expr, bs)
+	return bs
+}
+
+// TopLevelBranches splits a regex at its top-level '|': those outside any
+// group, character class or escape. The parser cannot be asked for them,
+// since it factors common prefixes out of alternations.
+func TopLevelBranches(expr string) []string {
+	var parts []string
+	depth, start, inClass := 0, 0, false
+	for i := 0; i < len(expr); i++ {
+		switch ch := expr[i]; {
+		case ch == '\\':
+			i++
+		case inClass:
+			if ch == ']' {
+				inClass = false
+			}
+		case ch == '[':
+			inClass = true
+			// A ']' right after '[' or '[^' is a literal member.
+			if i+1 < len(expr) && expr[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(expr) && expr[i+1] == ']' {
+				i++
+			}
+		case ch == '(':
+			depth++
+		case ch == ')':
+			depth--
+		case ch == '|' && depth == 0:
+			parts = append(parts, expr[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, expr[start:])
 }
 
 // specCache holds Specificity by regex: a server builds a collector per

@@ -215,6 +215,48 @@ func TestSpecificity(t *testing.T) {
 	}
 }
 
+func TestTopLevelBranches(t *testing.T) {
+	tests := []struct {
+		re   string
+		want []string
+	}{
+		{"abc", []string{"abc"}},
+		{"a|b(c|d)|e", []string{"a", "b(c|d)", "e"}},
+		{`a\|b|c`, []string{`a\|b`, "c"}},
+		{`[|]x|y`, []string{`[|]x`, "y"}},
+		{`[]|]x|[^]|]y`, []string{`[]|]x`, `[^]|]y`}},
+		{`(?:a|b)|(?P<n>c|d)`, []string{"(?:a|b)", "(?P<n>c|d)"}},
+	}
+	for _, tt := range tests {
+		if got := TopLevelBranches(tt.re); !slices.Equal(got, tt.want) {
+			t.Errorf("TopLevelBranches(%q) = %q, want %q", tt.re, got, tt.want)
+		}
+	}
+}
+
+// A line matched by a narrow branch of a broad entry's regex goes to that
+// entry, not to a rival whose whole regex is more specific than the broad
+// entry's shortest branch.
+func TestMatchedBranchDecidesSpecificity(t *testing.T) {
+	es := []tentry{
+		{id: "driver/xid-45", regex: `NVRM: Xid \(PCI:[0-9a-f:]+\): 45, pid=[0-9]+, Ch [0-9a-f]+`},
+		{id: "driver/xid-149", regex: `NVRM: Xid \(PCI:[0-9a-f:]+\): 149, |NVRM: Xid \(PCI:[0-9a-f:]+\): 45, [^\n]*? caused by previous Xid 149`},
+	}
+	for _, tt := range []struct{ line, want string }{
+		{"NVRM: Xid (PCI:0000:5d:00): 45, pid=7, Ch 00000004 caused by previous Xid 149", "driver/xid-149"},
+		{"NVRM: Xid (PCI:0000:5d:00): 45, pid=7, Ch 00000004", "driver/xid-45"},
+	} {
+		r := build(t, es, tt.line)
+		if len(r.Diagnoses) != 1 || r.Diagnoses[0].ID != tt.want {
+			var got []string
+			for _, d := range r.Diagnoses {
+				got = append(got, d.ID)
+			}
+			t.Errorf("%q: diagnosed %v, want [%s]", tt.line, got, tt.want)
+		}
+	}
+}
+
 var warningAndError = []tentry{
 	{id: "nccl/barrier-device-unknown", regex: "perform barrier as devices used by this process are currently unknown", tags: []string{"warning"}},
 	{id: "pytorch/cuda-out-of-memory", regex: "CUDA out of memory"},
