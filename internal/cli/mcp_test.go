@@ -184,7 +184,7 @@ func testStdioTools(t *testing.T, bin, db string) {
 		for _, x := range d.Domains {
 			total += x.Entries
 		}
-		if total != d.Entries || len(d.Domains) < 5 || d.Domains[1].Name != "cuda" {
+		if total != d.Entries || len(d.Domains) < 5 || d.Domains[2].Name != "cuda" {
 			t.Errorf("domains %+v", d)
 		}
 	})

@@ -52,7 +52,7 @@ func TestToolErrors(t *testing.T) {
 		{"unknown id", "get_entry", map[string]any{"id": "pytorch/cuda-oom"}, `no entry "pytorch/cuda-oom"; close ids: pytorch/cuda-out-of-memory, …`},
 		{"empty id", "get_entry", map[string]any{"id": ""}, "id is empty: give an entry id such as pytorch/cuda-out-of-memory (search_entries finds ids)"},
 
-		{"unknown domain", "search_entries", map[string]any{"query": "oom", "domain": "opencl"}, `no domain "opencl"; domains are: build, cuda, …`},
+		{"unknown domain", "search_entries", map[string]any{"query": "oom", "domain": "opencl"}, `no domain "opencl"; domains are: build, container, cuda, …`},
 		{"limit too big", "search_entries", map[string]any{"query": "oom", "limit": 51}, "limit 51 is out of range: give 1 to 50"},
 		{"empty query", "search_entries", map[string]any{"query": ""}, "query is empty: give words, an error name or a message line"},
 

@@ -27,7 +27,7 @@ func TestEntries(t *testing.T) {
 		total   int
 		firstID string
 	}{
-		{"", all, "build/libcudart-missing"},
+		{"", all, "build/cmake-could-not-find-cudatoolkit"},
 		{"?domain=nccl", count("nccl", ""), "nccl/address-in-use"},
 		{"?domain=NCCL", count("nccl", ""), "nccl/address-in-use"},
 		{"?category=resource_error", count("", "resource_error"), ""},
