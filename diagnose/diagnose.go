@@ -213,8 +213,9 @@ type Collector struct {
 	rank               int
 	when               stamp
 
-	pending []scan.Hit // hits of the current line
-	pkey    key
+	pending     []scan.Hit // hits of the current line
+	pendingSpec []int      // their specificity, while flush resolves them
+	pkey        key
 }
 
 // Read scans r with s and returns the diagnosis of that one input.
@@ -358,11 +359,19 @@ func (c *Collector) Add(h scan.Hit) {
 // entries overlap, the most specific entry keeps the line and the others
 // are folded into it. Matches elsewhere on the line stand on their own.
 func (c *Collector) flush() {
+	// A hit's specificity depends on its text (which branch matched), so
+	// it is worked out once per hit, and only when there is a rival.
+	c.pendingSpec = c.pendingSpec[:0]
+	if len(c.pending) > 1 {
+		for _, h := range c.pending {
+			c.pendingSpec = append(c.pendingSpec, c.hitSpecificity(h))
+		}
+	}
 	for i, h := range c.pending {
 		winner := -1
 		for j, o := range c.pending {
-			if j != i && overlap(h, o) && c.moreSpecific(o, h) &&
-				(winner < 0 || c.moreSpecific(o, c.pending[winner])) {
+			if j != i && overlap(h, o) && c.moreSpecific(j, i) &&
+				(winner < 0 || c.moreSpecific(j, winner)) {
 				winner = j
 			}
 		}
@@ -389,17 +398,18 @@ func overlap(a, b scan.Hit) bool {
 // breaks ties for determinism. Where a regex is an alternation, the branch
 // that matched is what counts: a narrow branch added to a broad entry must
 // not lose to its broad sibling.
-func (c *Collector) moreSpecific(a, b scan.Hit) bool {
-	ga := c.entries[a.Entry].RootCauseType == "generic"
-	gb := c.entries[b.Entry].RootCauseType == "generic"
+// a and b index c.pending and c.pendingSpec.
+func (c *Collector) moreSpecific(a, b int) bool {
+	ha, hb := c.pending[a], c.pending[b]
+	ga := c.entries[ha.Entry].RootCauseType == "generic"
+	gb := c.entries[hb.Entry].RootCauseType == "generic"
 	if ga != gb {
 		return !ga
 	}
-	sa, sb := c.hitSpecificity(a), c.hitSpecificity(b)
-	if sa != sb {
+	if sa, sb := c.pendingSpec[a], c.pendingSpec[b]; sa != sb {
 		return sa > sb
 	}
-	return a.ID < b.ID
+	return ha.ID < hb.ID
 }
 
 // note counts a hit for its entry. A hit folded into a more specific
@@ -587,7 +597,7 @@ func cachedBranches(expr string) []branch {
 		return v.([]branch)
 	}
 	var bs []branch
-	if parts := TopLevelBranches(expr); len(parts) > 1 {
+	if parts := topLevelBranches(expr); len(parts) > 1 {
 		for _, p := range parts {
 			re, err := regexp.Compile(p)
 			if err != nil {
@@ -601,10 +611,10 @@ func cachedBranches(expr string) []branch {
 	return bs
 }
 
-// TopLevelBranches splits a regex at its top-level '|': those outside any
+// topLevelBranches splits a regex at its top-level '|': those outside any
 // group, character class or escape. The parser cannot be asked for them,
 // since it factors common prefixes out of alternations.
-func TopLevelBranches(expr string) []string {
+func topLevelBranches(expr string) []string {
 	var parts []string
 	depth, start, inClass := 0, 0, false
 	for i := 0; i < len(expr); i++ {

@@ -228,8 +228,8 @@ func TestTopLevelBranches(t *testing.T) {
 		{`(?:a|b)|(?P<n>c|d)`, []string{"(?:a|b)", "(?P<n>c|d)"}},
 	}
 	for _, tt := range tests {
-		if got := TopLevelBranches(tt.re); !slices.Equal(got, tt.want) {
-			t.Errorf("TopLevelBranches(%q) = %q, want %q", tt.re, got, tt.want)
+		if got := topLevelBranches(tt.re); !slices.Equal(got, tt.want) {
+			t.Errorf("topLevelBranches(%q) = %q, want %q", tt.re, got, tt.want)
 		}
 	}
 }
@@ -255,6 +255,24 @@ func TestMatchedBranchDecidesSpecificity(t *testing.T) {
 			t.Errorf("%q: diagnosed %v, want [%s]", tt.line, got, tt.want)
 		}
 	}
+}
+
+// A wrapper (root cause generic) gives way to the specific error it
+// wraps on the same text, even when its regex demands more literal text.
+func TestGenericYieldsToSpecific(t *testing.T) {
+	es := []tentry{
+		{id: "pytorch/cuda-get-device-count-unexpected", kind: "generic",
+			regex: `Unexpected error from cudaGetDeviceCount\(\)\.[^\n]*Error (?P<code>[0-9]+): `},
+		{id: "cuda/system-not-ready", kind: "environment", regex: `Error 802: system not yet initialized`},
+	}
+	line := "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
+	if Specificity(es[0].regex) <= Specificity(es[1].regex) {
+		t.Fatal("the wrapper's regex must be the longer one for this test to mean anything")
+	}
+	r := build(t, es, line)
+	check(t, r, []want{
+		{id: "cuda/system-not-ready", root: true, count: 1, first: 1, subsumes: []string{"pytorch/cuda-get-device-count-unexpected"}},
+	})
 }
 
 var warningAndError = []tentry{

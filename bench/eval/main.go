@@ -95,6 +95,34 @@ func family(r record, labels map[string][]string) string {
 	return "unmapped"
 }
 
+// eachRecord calls fn for each record of a JSON-lines file, skipping
+// blank lines.
+func eachRecord(path string, fn func(record) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 	var labels map[string][]string
 	data, err := os.ReadFile(labelsPath)
@@ -113,33 +141,24 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 	perFamily := map[string]*tally{}
 	var all tally
 	cleanLogs, cleanDiag := 0, 0
-	for _, set := range sets {
-		f, err := os.Open(set)
-		if err != nil {
-			return err
+	count := func(per map[string]*tally, key string, rank int) {
+		t := per[key]
+		if t == nil {
+			t = &tally{}
+			per[key] = t
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		line := 0
-		for sc.Scan() {
-			line++
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			var r record
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				f.Close()
-				return fmt.Errorf("%s:%d: %w", set, line, err)
-			}
+		t.add(rank)
+	}
+	for _, set := range sets {
+		err := eachRecord(set, func(r record) error {
 			rep, err := diagnose.Read(s, strings.NewReader(r.Log))
 			if err != nil {
-				f.Close()
 				return err
 			}
 			if r.Label == "clean" {
 				cleanLogs++
 				cleanDiag += len(rep.Diagnoses)
-				continue
+				return nil
 			}
 			rank := -1
 			for i, d := range rep.Diagnoses {
@@ -149,17 +168,8 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 				}
 			}
 			fam := family(r, labels)
-			for _, m := range []struct {
-				tallies map[string]*tally
-				key     string
-			}{{per, r.Label}, {perFamily, fam}} {
-				t := m.tallies[m.key]
-				if t == nil {
-					t = &tally{}
-					m.tallies[m.key] = t
-				}
-				t.add(rank)
-			}
+			count(per, r.Label, rank)
+			count(perFamily, fam, rank)
 			all.add(rank)
 			if verbose && rank != 0 {
 				var got []string
@@ -168,11 +178,10 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 				}
 				fmt.Printf("miss %-10s %-40s %-28s got %v\n", fam, r.ID, r.Label, got)
 			}
-		}
-		err = sc.Err()
-		f.Close()
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", set, err)
+			return err
 		}
 	}
 	names := make([]string, 0, len(per))
