@@ -190,7 +190,7 @@ type rankHit struct {
 // the number of distinct entries hit, not by the number of hits.
 type Collector struct {
 	entries  []*kb.Entry
-	spec     []int // minimum literal bytes each entry's regex requires
+	spec     []*regexSpec // each entry's regex: literal bytes it requires, by branch
 	groups   map[int]*group
 	subsumed map[int]map[int]bool // entry -> entries that took its place on some line
 	stats    Stats
@@ -263,10 +263,10 @@ func Plan(s *scan.Scanner) *scan.Plan { return s.CachedPlan("diagnose.Gate", Gat
 func NewCollector(entries []*kb.Entry) *Collector {
 	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{},
 		det: env.NewDetector(), ranks: newRankTracker(), fulls: map[int]string{}}
-	c.spec = make([]int, len(entries))
+	c.spec = make([]*regexSpec, len(entries))
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
-		c.spec[i] = cachedSpecificity(e.Regex)
+		c.spec[i] = specOf(e.Regex)
 		c.memory[i] = e.IsMemory()
 	}
 	c.stats.Entries = len(entries)
@@ -575,8 +575,9 @@ func nonNil(s []string) []string {
 // of the hit's regex that matches the hit's text (the whole regex's when it
 // has one branch, or when no branch matches the evidence as cut).
 func (c *Collector) hitSpecificity(h scan.Hit) int {
-	n := c.spec[h.Entry]
-	for _, br := range cachedBranches(c.entries[h.Entry].Regex) {
+	rs := c.spec[h.Entry]
+	n := rs.whole
+	for _, br := range rs.branches() {
 		if br.spec > n && br.re.MatchString(h.Text) {
 			n = br.spec
 		}
@@ -584,31 +585,49 @@ func (c *Collector) hitSpecificity(h scan.Hit) int {
 	return n
 }
 
+// regexSpec is what ranking needs of one regex: its Specificity, and its
+// top-level branches with theirs, compiled on first use (only lines where
+// entries compete need them).
+type regexSpec struct {
+	expr  string
+	whole int
+	once  sync.Once
+	bs    []branch // nil for a single branch
+}
+
 type branch struct {
 	re   *regexp.Regexp
 	spec int
 }
 
-// branchCache holds each regex's top-level branches (nil for one branch).
-var branchCache sync.Map
+// specCache holds a *regexSpec by regex: a server builds a collector per
+// request, and parsing every entry's regex again was most of its CPU.
+var specCache sync.Map
 
-func cachedBranches(expr string) []branch {
-	if v, ok := branchCache.Load(expr); ok {
-		return v.([]branch)
+func specOf(expr string) *regexSpec {
+	if v, ok := specCache.Load(expr); ok {
+		return v.(*regexSpec)
 	}
-	var bs []branch
-	if parts := topLevelBranches(expr); len(parts) > 1 {
+	v, _ := specCache.LoadOrStore(expr, &regexSpec{expr: expr, whole: Specificity(expr)})
+	return v.(*regexSpec)
+}
+
+func (rs *regexSpec) branches() []branch {
+	rs.once.Do(func() {
+		parts := topLevelBranches(rs.expr)
+		if len(parts) < 2 {
+			return
+		}
 		for _, p := range parts {
 			re, err := regexp.Compile(p)
 			if err != nil {
-				bs = nil
-				break
+				rs.bs = nil
+				return
 			}
-			bs = append(bs, branch{re, Specificity(p)})
+			rs.bs = append(rs.bs, branch{re, Specificity(p)})
 		}
-	}
-	branchCache.Store(expr, bs)
-	return bs
+	})
+	return rs.bs
 }
 
 // topLevelBranches splits a regex at its top-level '|': those outside any
@@ -644,19 +663,6 @@ func topLevelBranches(expr string) []string {
 		}
 	}
 	return append(parts, expr[start:])
-}
-
-// specCache holds Specificity by regex: a server builds a collector per
-// request, and parsing every entry's regex again was most of its CPU.
-var specCache sync.Map
-
-func cachedSpecificity(expr string) int {
-	if v, ok := specCache.Load(expr); ok {
-		return v.(int)
-	}
-	n := Specificity(expr)
-	specCache.Store(expr, n)
-	return n
 }
 
 // Specificity is the number of literal bytes any match of the regex must
