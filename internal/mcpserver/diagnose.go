@@ -10,7 +10,7 @@ import (
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/facts"
-	"github.com/gpudx/gpudx/internal/render"
+	"github.com/gpudx/gpudx/internal/view"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -169,7 +169,7 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 		return nil, "", err
 	}
 	out := diagnoseOut(rep)
-	return out, diagnoseText(out), nil
+	return out, diagnoseText(view.Build(rep, "en")), nil
 }
 
 func (h *handlers) pathHint() string {
@@ -261,54 +261,51 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// diagnoseText is the short answer: the root cause, what not to try
-// first, what to try, then the rest in a line each.
-func diagnoseText(out *DiagnoseOut) string {
+// diagnoseText is the short answer, read from the same view as the
+// terminal's: the root cause, what not to try first, what to try, then the
+// rest in a line each. Item numbers are the indexes report_outcome takes.
+func diagnoseText(v *view.Report) string {
 	var b strings.Builder
-	if len(out.Diagnoses) == 0 {
-		fmt.Fprintf(&b, "No known GPU error found (%d lines read, %d entries checked). If the job failed, the error may be one gpudx does not know: try lookup_error with the last error line, or search_entries with its words.\n", out.Lines, out.Entries)
+	if v.None {
+		fmt.Fprintf(&b, "No known GPU error found (%s). If the job failed, the error may be one gpudx does not know: try lookup_error with the last error line, or search_entries with its words.\n", v.Read)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%d known error(s) found in %d lines.\n", len(out.Diagnoses), out.Lines)
-	if out.Ranks != nil && out.Ranks.Reason != "" {
-		if out.Ranks.FirstFailed != nil {
-			fmt.Fprintf(&b, "Ranks: rank %d failed first (%s)\n", *out.Ranks.FirstFailed, out.Ranks.Reason)
-		} else {
-			fmt.Fprintf(&b, "Ranks: %s\n", out.Ranks.Reason)
-		}
+	fmt.Fprintf(&b, "%s (%s).\n", view.T(v.Lang, "found", v.Count), v.Read)
+	if v.Ranks != "" {
+		fmt.Fprintf(&b, "Ranks: %s\n", v.Ranks)
 	}
-	// Full advice for the root causes (or the first diagnosis when none is
-	// marked root), a line for each other one.
-	var full, rest []*Diagnosis
-	for i := range out.Diagnoses {
-		d := &out.Diagnoses[i]
-		if d.Root && len(full) < 3 {
+	// Full advice for the root causes (at most 3; the first diagnosis when
+	// none is marked root), a line for each other one.
+	var full, rest []*view.Diagnosis
+	for i := range v.Diagnoses {
+		d := &v.Diagnoses[i]
+		if d.Kind == "root" && len(full) < 3 {
 			full = append(full, d)
 		} else {
 			rest = append(rest, d)
 		}
 	}
 	if len(full) == 0 {
-		full, rest = []*Diagnosis{rest[0]}, rest[1:]
+		full, rest = []*view.Diagnosis{rest[0]}, rest[1:]
 	}
 	for _, d := range full {
 		label := "Root cause"
-		if !d.Root {
+		if d.Kind != "root" {
 			label = "Found"
 		}
-		fmt.Fprintf(&b, "\n%s: %s (%s)\n  %s\n", label, d.ID, where(d), clip(d.Signature, 200))
-		if d.Memory != nil {
-			fmt.Fprintf(&b, "  Memory: %s: %s\n", d.Memory.Verdict, d.Memory.Reason)
+		fmt.Fprintf(&b, "\n%s: %s (%s)\n  %s\n", label, d.ID, d.Where(v.Lang, ", "), view.Clip(d.Signature, 200))
+		if m := d.Memory; m != nil {
+			fmt.Fprintf(&b, "  Memory: %s: %s\n", m.Verdict, m.Reason)
 		}
-		if line, next := render.OperatorLine(d.Operator, "en"); line != "" {
-			fmt.Fprintf(&b, "  Operator: %s. %s\n", line, next)
+		if d.Operator != "" {
+			fmt.Fprintf(&b, "  Operator: %s. %s\n", d.Operator, d.OpNext)
 		}
-		writeItems(&b, d.ID, d.DeadEnds, d.Workarounds)
+		writeItems(&b, d)
 	}
 	if len(rest) > 0 {
 		b.WriteString("\nAlso found:\n")
 		for _, d := range rest {
-			fmt.Fprintf(&b, "- %s (%s)", d.ID, where(d))
+			fmt.Fprintf(&b, "- %s (%s)", d.ID, d.Where(v.Lang, ", "))
 			if len(d.CausedBy) > 0 {
 				fmt.Fprintf(&b, ", caused by %s", strings.Join(d.CausedBy, ", "))
 			}
@@ -319,30 +316,12 @@ func diagnoseText(out *DiagnoseOut) string {
 	return b.String()
 }
 
-func where(d *Diagnosis) string {
-	s := fmt.Sprintf("line %d", d.FirstLine)
-	if d.Count > 1 {
-		s += fmt.Sprintf(", %d matches", d.Count)
-	}
-	if len(d.Ranks) > 0 {
-		rs := make([]string, 0, len(d.Ranks))
-		for _, r := range d.Ranks[:min(len(d.Ranks), 16)] {
-			rs = append(rs, fmt.Sprint(r))
-		}
-		s += ", ranks " + strings.Join(rs, ",")
-		if len(d.Ranks) > 16 {
-			s += ",…"
-		}
-	}
-	return s
-}
-
 // writeItems writes the dead ends that apply, then the workarounds that
 // apply, and counts the ones whose condition does not hold.
-func writeItems(b *strings.Builder, id string, des []DeadEnd, ws []Workaround) {
+func writeItems(b *strings.Builder, d *view.Diagnosis) {
 	var skipped int
 	wrote := false
-	for _, x := range des {
+	for _, x := range d.DeadEnds {
 		if !x.Applies {
 			skipped++
 			continue
@@ -351,10 +330,13 @@ func writeItems(b *strings.Builder, id string, des []DeadEnd, ws []Workaround) {
 			b.WriteString("  Do not try first (usually fails):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✗ dead_end %d: %s (fails %s%s)%s\n    why: %s\n", x.Index, x.Action, pct(x.FailRate), reports(x.Rate), unknownNote(x.Applicability), x.WhyFails)
+		fmt.Fprintf(b, "  ✗ dead_end %d: %s (%s%s)%s\n", x.Index, x.Text, x.Rate, x.Observed, unknownNote(x))
+		if x.Why != "" {
+			fmt.Fprintf(b, "    why: %s\n", x.Why)
+		}
 	}
 	wrote = false
-	for _, w := range ws {
+	for _, w := range d.Work {
 		if !w.Applies {
 			skipped++
 			continue
@@ -363,38 +345,16 @@ func writeItems(b *strings.Builder, id string, des []DeadEnd, ws []Workaround) {
 			b.WriteString("  Try (best first):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✓ workaround %d: %s (works %s%s)%s\n    how: %s\n", w.Index, w.Action, pct(w.SuccessRate), reports(w.Rate), unknownNote(w.Applicability), w.How)
+		fmt.Fprintf(b, "  ✓ workaround %d: %s (%s%s)%s\n    how: %s\n", w.Index, w.Text, w.Rate, w.Observed, unknownNote(w), w.How)
 	}
 	if skipped > 0 {
-		fmt.Fprintf(b, "  (%d more item(s) of %s do not apply to this log: their condition fails; see the structured result)\n", skipped, id)
+		fmt.Fprintf(b, "  (%d more item(s) of %s do not apply to this log: their condition fails; see the structured result)\n", skipped, d.ID)
 	}
 }
 
-func unknownNote(c Applicability) string {
-	if c.ConditionStatus == "unknown" {
-		return " [may not apply: " + c.ConditionReason + "]"
+func unknownNote(x view.Item) string {
+	if x.Status == "unknown" {
+		return " [may not apply: " + x.Reason + "]"
 	}
 	return ""
 }
-
-func reports(r Rate) string {
-	if r.Reports == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; %d report(s), curated %s", r.Reports, pct(r.Curated))
-}
-
-func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(c byte) bool { return c&0xC0 != 0x80 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpudx/gpudx/internal/view"
 	"sort"
 	"strings"
 
@@ -81,7 +82,7 @@ func (h *handlers) getEntry(ctx context.Context, in GetEntryIn) (*EntryOut, stri
 		Tags: nonNil(e.Tags), LastConfirmed: e.LastConfirmed, Operator: e.Operator,
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s, %s)\n  %s\n  Root cause: %s\n", e.ID, e.Domain, e.Category, clip(e.Signature, 200), e.RootCause)
+	fmt.Fprintf(&b, "%s (%s, %s)\n  %s\n  Root cause: %s\n", e.ID, e.Domain, e.Category, view.Clip(e.Signature, 200), e.RootCause)
 	writeEntryItems(&b, des, ws)
 	if len(out.LeadsTo) > 0 {
 		fmt.Fprintf(&b, "Leads to: %s\n", strings.Join(out.LeadsTo, ", "))
@@ -209,10 +210,10 @@ func (h *handlers) search(ctx context.Context, in SearchIn) (*SearchOut, string,
 	}
 	var b strings.Builder
 	if len(out.Results) == 0 {
-		fmt.Fprintf(&b, "Nothing found for %q. Try other words, an error code, or list_domains.\n", clip(q, 120))
+		fmt.Fprintf(&b, "Nothing found for %q. Try other words, an error code, or list_domains.\n", view.Clip(q, 120))
 	}
 	for _, r := range out.Results {
-		fmt.Fprintf(&b, "%s: %s\n", r.ID, clip(r.Signature, 120))
+		fmt.Fprintf(&b, "%s: %s\n", r.ID, view.Clip(r.Signature, 120))
 	}
 	return out, b.String(), nil
 }

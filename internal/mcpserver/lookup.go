@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpudx/gpudx/internal/view"
+	"strconv"
 	"strings"
 
 	"github.com/gpudx/gpudx/kb"
@@ -160,7 +162,7 @@ func shown(curated float64, obs *outcome.Rate) float64 {
 func lookupText(msg string, out *LookupOut) string {
 	var b strings.Builder
 	if len(out.Matches) == 0 {
-		fmt.Fprintf(&b, "No entry matches %q. Try search_entries with fewer or other words, or diagnose_log with the whole log.\n", clip(msg, 120))
+		fmt.Fprintf(&b, "No entry matches %q. Try search_entries with fewer or other words, or diagnose_log with the whole log.\n", view.Clip(msg, 120))
 		return b.String()
 	}
 	best := out.Matches[0]
@@ -168,7 +170,7 @@ func lookupText(msg string, out *LookupOut) string {
 	if best.RegexMatched {
 		how = "its message pattern matched the text"
 	}
-	fmt.Fprintf(&b, "Best match: %s (%s)\n  %s\n  Root cause: %s\n", best.ID, how, clip(best.Signature, 200), clip(best.RootCause, 600))
+	fmt.Fprintf(&b, "Best match: %s (%s)\n  %s\n  Root cause: %s\n", best.ID, how, view.Clip(best.Signature, 200), view.Clip(best.RootCause, 600))
 	writeEntryItems(&b, best.DeadEnds, best.Workarounds)
 	if len(out.Matches) > 1 {
 		b.WriteString("Other candidates:\n")
@@ -177,7 +179,7 @@ func lookupText(msg string, out *LookupOut) string {
 			if m.RegexMatched {
 				tag = " (pattern matched)"
 			}
-			fmt.Fprintf(&b, "- %s%s: %s\n", m.ID, tag, clip(m.Signature, 120))
+			fmt.Fprintf(&b, "- %s%s: %s\n", m.ID, tag, view.Clip(m.Signature, 120))
 		}
 	}
 	b.WriteString("Conditions were not checked against a log: diagnose_log does that. get_entry shows an entry in full.\n")
@@ -212,3 +214,6 @@ func when(cond string) string {
 	}
 	return " [when " + cond + "]"
 }
+
+// pct writes a rate from 0 to 1 as a whole percentage.
+func pct(f float64) string { return strconv.Itoa(view.Pct(f)) + "%" }

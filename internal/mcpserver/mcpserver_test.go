@@ -159,13 +159,13 @@ func checkDDPOOM(t *testing.T, out *DiagnoseOut, text string) {
 	before(t, text, "Do not try first (usually fails):\n  ✗ dead_end 3:", "  ✗ dead_end 0: Call torch.cuda.empty_cache()")
 	before(t, text, "  ✗ dead_end 0:", "Try (best first):\n  ✓ workaround 0: Enable expandable segments")
 	before(t, text, "  ✓ workaround 2:", "  ✓ workaround 3:")
-	before(t, text, "(3 more item(s) of pytorch/cuda-out-of-memory do not apply", "- nccl/watchdog-timeout (line 22, 3 matches, ranks 0,1,3), caused by pytorch/cuda-out-of-memory")
+	before(t, text, "(3 more item(s) of pytorch/cuda-out-of-memory do not apply", "- nccl/watchdog-timeout (line 22–24, ×3, ranks 0, 1, 3), caused by pytorch/cuda-out-of-memory")
 	for _, absent := range []string{"dead_end 2:", "dead_end 1:", "workaround 1:"} {
 		if strings.Contains(text, absent) {
 			t.Errorf("text lists %q, whose condition fails", absent)
 		}
 	}
-	if !strings.HasPrefix(text, "4 known error(s) found in 29 lines.\nRanks: rank 2 failed first (torchrun reported its process, pid 139832") {
+	if !strings.HasPrefix(text, "4 known error(s) found (read 29 lines, 3,848 bytes; 282 entries checked).\nRanks: rank 2 failed first (torchrun reported its process, pid 139832") {
 		t.Errorf("text starts %q", text[:min(len(text), 200)])
 	}
 }

@@ -6,29 +6,29 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/internal/view"
 	"github.com/gpudx/gpudx/kb"
 )
 
 // EntryText writes one knowledge-base entry in full for a terminal.
 func EntryText(w io.Writer, e *kb.Entry, o Options) error {
-	L := lang(o)
+	l := o.lang()
 	p := painter{o.Color}
 	var b strings.Builder
-	sig, rc := e.Signature, e.RootCause
-	if o.Lang == "zh" {
-		if e.SignatureZh != "" {
-			sig = e.SignatureZh
-		}
-		if e.RootCauseZh != "" {
-			rc = e.RootCauseZh
-		}
-	}
+	sig, rc := view.Pick(l, e.Signature, e.SignatureZh), view.Pick(l, e.RootCause, e.RootCauseZh)
 	fmt.Fprintf(&b, "%s  %s\n", p.bold(e.ID), p.dim(strings.Join(nonEmpty(e.Domain, e.Category, e.ErrorCode), " · ")))
 	fmt.Fprintf(&b, "  %s\n", p.bold(sig))
-	fmt.Fprintf(&b, "\n  %s\n%s\n", p.bold(L["what"]), indent(rc, "    "))
+	fmt.Fprintf(&b, "\n  %s\n%s\n", p.bold(view.T(l, "what")), indent(rc, "    "))
 	dead, work := diagnose.Items(e)
-	writeDeadEnds(&b, dead, -1, o, p, L)
-	writeWorkarounds(&b, work, -1, o, p, L)
+	var dv, wv []view.Item
+	for _, x := range dead {
+		dv = append(dv, view.DeadEnd(x, l))
+	}
+	for _, x := range work {
+		wv = append(wv, view.Workaround(x, l))
+	}
+	writeDeadEnds(&b, dv, -1, l, p)
+	writeWorkarounds(&b, wv, -1, l, p)
 	if g := e.TransitionGraph; len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0 {
 		b.WriteString("\n")
 		if len(g.LeadsTo) > 0 {
@@ -49,9 +49,9 @@ func EntryText(w io.Writer, e *kb.Entry, o Options) error {
 		fmt.Fprintf(&b, "\n  versions: %s\n", strings.Join(vs, ", "))
 	}
 	fmt.Fprintf(&b, "\n  regex: %s\n", e.Regex)
-	tail := fmt.Sprintf(L["tier"], e.VerificationTier, e.Confidence)
+	tail := view.T(l, "tier", e.VerificationTier, e.Confidence)
 	if e.OfficialDocURL != "" {
-		tail += " · " + L["doc"] + ": " + e.OfficialDocURL
+		tail += " · " + view.T(l, "doc") + ": " + e.OfficialDocURL
 	}
 	fmt.Fprintf(&b, "  %s\n  %s\n", p.dim(tail), p.dim("from "+e.Origin))
 	_, err := io.WriteString(w, b.String())

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/internal/view"
 )
 
 // mdEscape keeps table cells on one line and pipes literal.
@@ -16,36 +17,38 @@ func mdEscape(s string) string {
 
 // Markdown writes the report to paste into an issue or a chat.
 func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
-	L := lang(o)
+	v := view.Build(r, o.lang())
+	l := v.Lang
 	var b strings.Builder
-	b.WriteString("## gpudx diagnosis\n\n")
-	if len(r.Diagnoses) == 0 {
-		fmt.Fprintf(&b, "%s.\n\n", L["none"])
+	fmt.Fprintf(&b, "## %s\n\n", view.T(l, "md_title"))
+	if v.None {
+		fmt.Fprintf(&b, "%s.\n\n", view.T(l, "none"))
 	}
-	fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries))
-	if s := envLine(r.Environment, L); s != "" {
-		fmt.Fprintf(&b, "\n**%s:** %s\n", L["env"], mdEscape(s))
+	fmt.Fprintf(&b, "_%s_\n", v.Read)
+	if v.Env != "" {
+		fmt.Fprintf(&b, "\n**%s:** %s\n", view.T(l, "env"), mdEscape(v.Env))
 	}
-	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
-		fmt.Fprintf(&b, "\n**%s:** %s\n", L["ranks"], mdEscape(s))
+	if v.Ranks != "" && !v.None {
+		fmt.Fprintf(&b, "\n**%s:** %s\n", view.T(l, "ranks"), mdEscape(v.Ranks))
 	}
-	for _, d := range r.Diagnoses {
-		head := L["root"]
-		if !d.Root {
-			head = L["also"]
-			if len(d.CausedBy) > 0 {
-				head = fmt.Sprintf(L["followup"], "`"+strings.Join(d.CausedBy, "`, `")+"`")
-			}
+	for i := range v.Diagnoses {
+		d := &v.Diagnoses[i]
+		head := view.T(l, "root")
+		switch d.Kind {
+		case "follow":
+			head = view.T(l, "followup", "`"+strings.Join(d.CausedBy, "`, `")+"`")
+		case "also":
+			head = view.T(l, "also")
 		}
 		fmt.Fprintf(&b, "\n### %s: `%s`\n\n", head, d.ID)
-		fmt.Fprintf(&b, "**%s** — %s\n\n", mdEscape(signature(d, o)), where(d, L))
-		if !d.Root {
+		fmt.Fprintf(&b, "**%s** — %s\n\n", mdEscape(d.Signature), d.Where(l, "  "))
+		if d.Kind != "root" {
 			if len(d.Evidence) > 0 {
 				fmt.Fprintf(&b, "```\n%d: %s\n```\n", d.Evidence[0].Line, d.Evidence[0].Text)
 			}
 			continue
 		}
-		fmt.Fprintf(&b, "**%s.** %s\n\n", L["what"], rootCause(d, o))
+		fmt.Fprintf(&b, "**%s.** %s\n\n", view.T(l, "what"), d.RootCause)
 		if len(d.Evidence) > 0 {
 			b.WriteString("```\n")
 			for _, e := range d.Evidence {
@@ -54,74 +57,69 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 			b.WriteString("```\n\n")
 		}
 		if len(d.Facts) > 0 {
-			fmt.Fprintf(&b, "**%s:** `%s`\n\n", L["facts"], factList(d.Facts))
+			fmt.Fprintf(&b, "**%s:** `%s`\n\n", view.T(l, "facts"), factLine(d.Facts))
 		}
-		if line, next := OperatorLine(d.Operator, o.Lang); line != "" {
-			fmt.Fprintf(&b, "**%s:** %s. %s\n\n", L["operator"], mdEscape(line), mdEscape(next))
+		if d.Operator != "" {
+			fmt.Fprintf(&b, "**%s:** %s. %s\n\n", view.T(l, "operator"), mdEscape(d.Operator), mdEscape(d.OpNext))
 		}
-		if head, figs, advice := memoryLines(d, o, L); head != "" {
-			fmt.Fprintf(&b, "**%s**\n\n", mdEscape(head))
-			if figs != "" {
-				fmt.Fprintf(&b, "_%s_\n\n", figs)
+		if m := d.Memory; m != nil {
+			fmt.Fprintf(&b, "**%s**\n\n", mdEscape(fmt.Sprintf("%s: %s — %s", view.T(l, "memory"), m.Verdict, m.Reason)))
+			if len(m.Figures) > 0 {
+				fmt.Fprintf(&b, "_%s_\n\n", figureLine(m.Figures))
 			}
-			for _, a := range advice {
+			for _, a := range m.Advice {
 				fmt.Fprintf(&b, "- %s\n", mdEscape(a))
 			}
 			b.WriteString("\n")
 		}
-		if vs := versionLines(d, o); len(vs) > 0 {
-			fmt.Fprintf(&b, "**%s**\n\n", L["versions"])
-			for _, v := range vs {
-				fmt.Fprintf(&b, "- %s\n", mdEscape(v))
+		if len(d.Notes) > 0 {
+			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "versions"))
+			for _, n := range d.Notes {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(n))
 			}
 			b.WriteString("\n")
 		}
 		if len(d.DeadEnds) > 0 {
-			fmt.Fprintf(&b, "**%s**\n\n", L["dead"])
+			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "dead"))
 			for _, x := range d.DeadEnds {
-				text := x.Action + " — " + x.WhyFails
-				if o.Lang == "zh" && x.Zh != "" {
-					text = x.Zh
+				text := x.Text
+				if x.Why != "" {
+					text += " — " + x.Why
 				}
-				na := ""
-				if !x.Applies {
-					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
-				}
-				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), observed(x.Observed, o), mdSources(x.Sources), na)
+				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s\n", x.N, mdEscape(text), x.Rate, x.Observed, mdSources(x.Sources), mdNotApply(x, l))
 			}
 			b.WriteString("\n")
 		}
-		if len(d.Workarounds) > 0 {
-			fmt.Fprintf(&b, "**%s**\n\n", L["do"])
-			// A bullet with the entry's number, not an ordered list:
+		if len(d.Work) > 0 {
+			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "do"))
+			// A bullet with the item's number, not an ordered list:
 			// renderers renumber those from the first item, and these
 			// numbers are the ones `gpudx report` takes.
-			for _, x := range d.Workarounds {
-				text := x.Action
-				if o.Lang == "zh" && x.Zh != "" {
-					text = x.Zh
-				}
-				na := ""
-				if !x.Applies {
-					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
-				}
-				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), observed(x.Observed, o), mdSources(x.Sources), na)
+			for _, x := range d.Work {
+				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s\n", x.N, mdEscape(x.Text), x.Rate, x.Observed, mdSources(x.Sources), mdNotApply(x, l))
 				if x.How != "" {
 					fmt.Fprintf(&b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
 				}
 			}
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "_%s_\n", fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence))
+		fmt.Fprintf(&b, "_%s_\n", d.Tier)
 		if o.Explain && len(d.Why) > 0 {
-			fmt.Fprintf(&b, "\n**%s:**\n", L["whyhere"])
-			for _, w := range why(d, o) {
+			fmt.Fprintf(&b, "\n**%s:**\n", view.T(l, "whyhere"))
+			for _, w := range d.Why {
 				fmt.Fprintf(&b, "- %s\n", mdEscape(w))
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func mdNotApply(x view.Item, l string) string {
+	if x.Applies {
+		return ""
+	}
+	return " — _" + view.T(l, "notapply") + ": " + mdEscape(x.Reason) + "_"
 }
 
 func mdSources(srcs []string) string {

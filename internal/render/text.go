@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
-	"github.com/gpudx/gpudx/outcome"
+	"github.com/gpudx/gpudx/internal/view"
 )
 
 type painter struct{ on bool }
@@ -32,31 +32,33 @@ func indent(s, pre string) string {
 // went wrong, what not to try, what to do), then the errors that follow from
 // it or stand beside it, briefly.
 func Text(w io.Writer, r *diagnose.Report, o Options) error {
-	L := lang(o)
+	v := view.Build(r, o.lang())
+	l := v.Lang
 	p := painter{o.Color}
 	var b strings.Builder
-	if len(r.Diagnoses) == 0 {
-		fmt.Fprintf(&b, "%s.\n", L["none"])
+	if v.None {
+		fmt.Fprintf(&b, "%s.\n", view.T(l, "none"))
 	} else {
-		fmt.Fprintf(&b, "%s\n", p.bold(fmt.Sprintf(L["found"], len(r.Diagnoses))))
+		fmt.Fprintf(&b, "%s\n", p.bold(view.T(l, "found", v.Count)))
 	}
-	fmt.Fprintf(&b, "%s\n", p.dim(fmt.Sprintf(L["read"], group(int64(r.Stats.Lines)), group(r.Stats.Bytes), r.Stats.Entries)))
-	if s := envLine(r.Environment, L); s != "" {
-		fmt.Fprintf(&b, "%s: %s\n", L["env"], s)
+	fmt.Fprintf(&b, "%s\n", p.dim(v.Read))
+	if v.Env != "" {
+		fmt.Fprintf(&b, "%s: %s\n", view.T(l, "env"), v.Env)
 	}
-	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
-		fmt.Fprintf(&b, "%s: %s\n", L["ranks"], s)
+	if v.Ranks != "" && !v.None {
+		fmt.Fprintf(&b, "%s: %s\n", view.T(l, "ranks"), v.Ranks)
 	}
-	for _, d := range r.Diagnoses {
+	for i := range v.Diagnoses {
+		d := &v.Diagnoses[i]
 		b.WriteString("\n")
-		if d.Root {
-			textFull(&b, d, o, p, L)
+		if d.Kind == "root" {
+			textFull(&b, d, l, p)
 		} else {
-			textBrief(&b, d, o, p, L)
+			textBrief(&b, d, l, p)
 		}
 		if o.Explain && len(d.Why) > 0 {
-			fmt.Fprintf(&b, "  %s:\n", p.bold(L["whyhere"]))
-			for _, w := range why(d, o) {
+			fmt.Fprintf(&b, "  %s:\n", p.bold(view.T(l, "whyhere")))
+			for _, w := range d.Why {
 				fmt.Fprintf(&b, "    - %s\n", w)
 			}
 		}
@@ -65,169 +67,151 @@ func Text(w io.Writer, r *diagnose.Report, o Options) error {
 	return err
 }
 
-func where(d *diagnose.Diagnosis, L map[string]string) string {
-	s := fmt.Sprintf(L["lines"], lineSpan(d))
-	if d.File != "" {
-		s = d.File + ": " + s
+// factLine writes facts as name=text pairs.
+func factLine(fs []view.Fact) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.Name + "=" + f.Text
 	}
-	if d.Count > 1 {
-		s += "  " + fmt.Sprintf(L["times"], d.Count)
-	}
-	if len(d.Ranks) > 0 {
-		s += "  " + fmt.Sprintf(L["onranks"], IntList(d.Ranks))
-	}
-	return s
+	return strings.Join(parts, "  ")
 }
 
-func textFull(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L map[string]string) {
-	fmt.Fprintf(b, "%s  %s  %s\n", p.red("● "+L["root"]), p.bold(d.ID), p.dim(where(d, L)))
-	fmt.Fprintf(b, "  %s\n", p.bold(signature(d, o)))
-	fmt.Fprintf(b, "\n  %s\n%s\n", p.bold(L["what"]), indent(rootCause(d, o), "    "))
+func textFull(b *strings.Builder, d *view.Diagnosis, l string, p painter) {
+	fmt.Fprintf(b, "%s  %s  %s\n", p.red("● "+view.T(l, "root")), p.bold(d.ID), p.dim(d.Where(l, "  ")))
+	fmt.Fprintf(b, "  %s\n", p.bold(d.Signature))
+	fmt.Fprintf(b, "\n  %s\n%s\n", p.bold(view.T(l, "what")), indent(d.RootCause, "    "))
 	if len(d.Evidence) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(L["evidence"]))
+		fmt.Fprintf(b, "\n  %s\n", p.bold(view.T(l, "evidence")))
 		for _, e := range d.Evidence {
 			fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", e.Line)), e.Text)
 		}
 	}
 	if len(d.Facts) > 0 {
-		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(L["facts"]), factList(d.Facts))
+		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(view.T(l, "facts")), factLine(d.Facts))
 	}
-	if line, next := OperatorLine(d.Operator, o.Lang); line != "" {
-		fmt.Fprintf(b, "\n  %s: %s\n%s\n", p.bold(L["operator"]), line, indent("→ "+next, "    "))
+	if d.Operator != "" {
+		fmt.Fprintf(b, "\n  %s: %s\n%s\n", p.bold(view.T(l, "operator")), d.Operator, indent("→ "+d.OpNext, "    "))
 	}
-	if len(d.Files) > 1 {
-		parts := make([]string, len(d.Files))
-		for i, f := range d.Files {
-			parts[i] = fmt.Sprintf("%s:%d ×%d", f.File, f.FirstLine, f.Count)
+	if len(d.SeenIn) > 0 {
+		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "seenin"), strings.Join(d.SeenIn, ", "))
+	}
+	if m := d.Memory; m != nil {
+		fmt.Fprintf(b, "\n  %s\n", p.bold(fmt.Sprintf("%s: %s — %s", view.T(l, "memory"), m.Verdict, m.Reason)))
+		if len(m.Figures) > 0 {
+			fmt.Fprintf(b, "    %s\n", p.dim(figureLine(m.Figures)))
 		}
-		fmt.Fprintf(b, "  %s: %s\n", L["seenin"], strings.Join(parts, ", "))
-	}
-	if head, figs, advice := memoryLines(d, o, L); head != "" {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(head))
-		if figs != "" {
-			fmt.Fprintf(b, "    %s\n", p.dim(figs))
-		}
-		for _, a := range advice {
+		for _, a := range m.Advice {
 			fmt.Fprintf(b, "%s\n", indent("→ "+a, "    "))
 		}
 	}
-	if vs := versionLines(d, o); len(vs) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(L["versions"]))
-		for _, v := range vs {
-			fmt.Fprintf(b, "    %s\n", v)
+	if len(d.Notes) > 0 {
+		fmt.Fprintf(b, "\n  %s\n", p.bold(view.T(l, "versions")))
+		for _, n := range d.Notes {
+			fmt.Fprintf(b, "    %s\n", n)
 		}
 	}
-	writeDeadEnds(b, d.DeadEnds, 0, o, p, L)
-	writeWorkarounds(b, d.Workarounds, 1, o, p, L)
+	writeDeadEnds(b, d.DeadEnds, 0, l, p)
+	writeWorkarounds(b, d.Work, 1, l, p)
 	if len(d.LeadsTo) > 0 {
-		fmt.Fprintf(b, "\n  %s: %s\n", L["leads"], strings.Join(d.LeadsTo, ", "))
+		fmt.Fprintf(b, "\n  %s: %s\n", view.T(l, "leads"), strings.Join(d.LeadsTo, ", "))
 	}
 	if len(d.Subsumes) > 0 {
-		fmt.Fprintf(b, "  %s: %s\n", L["subsumes"], strings.Join(d.Subsumes, ", "))
+		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "subsumes"), strings.Join(d.Subsumes, ", "))
 	}
-	tail := fmt.Sprintf(L["tier"], d.VerificationTier, d.Confidence)
-	if d.OfficialDocURL != "" {
-		tail += " · " + L["doc"] + ": " + d.OfficialDocURL
+	tail := d.Tier
+	if d.DocURL != "" {
+		tail += " · " + view.T(l, "doc") + ": " + d.DocURL
 	}
 	fmt.Fprintf(b, "  %s\n", p.dim(tail))
 }
 
-func textBrief(b *strings.Builder, d *diagnose.Diagnosis, o Options, p painter, L map[string]string) {
-	head := L["also"]
-	if len(d.CausedBy) > 0 {
-		head = fmt.Sprintf(L["followup"], strings.Join(d.CausedBy, ", "))
+// figureLine writes the memory figures as "name value" pairs.
+func figureLine(fs []view.Fact) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.Name + " " + f.Text
 	}
-	fmt.Fprintf(b, "%s  %s  %s\n", p.yellow("○ "+head), p.bold(d.ID), p.dim(where(d, L)))
-	fmt.Fprintf(b, "  %s\n", signature(d, o))
+	return strings.Join(parts, " · ")
+}
+
+func textBrief(b *strings.Builder, d *view.Diagnosis, l string, p painter) {
+	head := view.T(l, "also")
+	if d.Kind == "follow" {
+		head = view.T(l, "followup", strings.Join(d.CausedBy, ", "))
+	}
+	fmt.Fprintf(b, "%s  %s  %s\n", p.yellow("○ "+head), p.bold(d.ID), p.dim(d.Where(l, "  ")))
+	fmt.Fprintf(b, "  %s\n", d.Signature)
 	if len(d.Evidence) > 0 {
 		fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", d.Evidence[0].Line)), d.Evidence[0].Text)
 	}
 	if len(d.Facts) > 0 {
-		fmt.Fprintf(b, "  %s: %s\n", L["facts"], factList(d.Facts))
+		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "facts"), factLine(d.Facts))
 	}
-	if line, _ := OperatorLine(d.Operator, o.Lang); line != "" {
-		fmt.Fprintf(b, "  %s: %s\n", L["operator"], line)
+	if d.Operator != "" {
+		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "operator"), d.Operator)
 	}
-	fmt.Fprintf(b, "  %s\n", p.dim(fmt.Sprintf(L["more"], d.ID)))
+	fmt.Fprintf(b, "  %s\n", p.dim(view.T(l, "more", d.ID)))
 }
 
 // writeDeadEnds writes the "don't waste time on" block with at most
-// maxSources sources per item (-1 for all). Items are numbered as in the
-// entry (Index+1), the numbers `gpudx report --dead-end` takes, whatever
-// order the diagnosis put them in.
-func writeDeadEnds(b *strings.Builder, items []diagnose.DeadEnd, maxSources int, o Options, p painter, L map[string]string) {
+// maxSources sources per item (-1 for all).
+func writeDeadEnds(b *strings.Builder, items []view.Item, maxSources int, l string, p painter) {
 	if len(items) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
+	fmt.Fprintf(b, "\n  %s\n", p.yellow(view.T(l, "dead")))
 	for _, x := range items {
-		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + observed(x.Observed, o) + ")")
+		rate := p.dim("(" + x.Rate + x.Observed + ")")
 		if !x.Applies {
-			rate += " " + p.dim("["+L["notapply"]+"]")
+			rate += " " + p.dim("["+view.T(l, "notapply")+"]")
 		}
-		if o.Lang == "zh" && x.Zh != "" {
-			fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.Index+1, x.Zh, rate)
-		} else {
-			fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.Index+1, x.Action, rate)
-			fmt.Fprintf(b, "%s\n", indent(L["why"]+": "+x.WhyFails, "         "))
+		fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.N, x.Text, rate)
+		if x.Why != "" {
+			fmt.Fprintf(b, "%s\n", indent(view.T(l, "why")+": "+x.Why, "         "))
 		}
-		if c := condLine(x.Condition, x.Applicability, L); c != "" {
+		if c := condLine(x, l); c != "" {
 			fmt.Fprintf(b, "         %s\n", c)
 		}
 		for _, s := range firstN(x.Sources, maxSources) {
-			fmt.Fprintf(b, "         %s\n", p.dim(L["src"]+": "+s))
+			fmt.Fprintf(b, "         %s\n", p.dim(view.T(l, "src")+": "+s))
 		}
 	}
 }
 
-// writeWorkarounds writes the "do now" block in the given order, each
-// numbered as in the entry (Index+1), the numbers `gpudx report
-// --workaround` takes.
-func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSources int, o Options, p painter, L map[string]string) {
+// writeWorkarounds writes the "do now" block in the given order.
+func writeWorkarounds(b *strings.Builder, items []view.Item, maxSources int, l string, p painter) {
 	if len(items) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  %s\n", p.green(L["do"]))
+	fmt.Fprintf(b, "\n  %s\n", p.green(view.T(l, "do")))
 	for _, x := range items {
-		text := x.Action
-		if o.Lang == "zh" && x.Zh != "" {
-			text = x.Zh
-		}
-		rate := p.dim("(" + fmt.Sprintf(L["works"], pct(x.SuccessRate)) + observed(x.Observed, o) + ")")
+		rate := p.dim("(" + x.Rate + x.Observed + ")")
 		if !x.Applies {
-			rate += " " + p.dim("["+L["notapply"]+"]")
+			rate += " " + p.dim("["+view.T(l, "notapply")+"]")
 		}
-		fmt.Fprintf(b, "    %d. %s %s\n", x.Index+1, text, rate)
+		fmt.Fprintf(b, "    %d. %s %s\n", x.N, x.Text, rate)
 		if x.How != "" {
 			fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
 		}
-		if c := condLine(x.Condition, x.Applicability, L); c != "" {
+		if c := condLine(x, l); c != "" {
 			fmt.Fprintf(b, "       %s\n", c)
 		}
 		for _, s := range firstN(x.Sources, maxSources) {
-			fmt.Fprintf(b, "       %s\n", p.dim(L["src"]+": "+s))
+			fmt.Fprintf(b, "       %s\n", p.dim(view.T(l, "src")+": "+s))
 		}
 	}
 }
 
-// observed follows a curated rate with the rate blended with reported
-// outcomes (" → 55% with 3 reports"); "" when nobody reported any.
-func observed(r *outcome.Rate, o Options) string {
-	if r == nil || r.Reports == 0 {
+// condLine says an item's condition and how it came out.
+func condLine(x view.Item, l string) string {
+	if x.Cond == "" {
 		return ""
 	}
-	if o.Lang == "zh" {
-		return fmt.Sprintf(" → %d%%，计入 %d 份反馈", pct(r.Blended), r.Reports)
+	s := view.T(l, "when") + ": " + x.Cond
+	if x.CondState != "" {
+		s += " — " + x.CondState
 	}
-	return fmt.Sprintf(" → %d%% with %s", pct(r.Blended), plural(r.Reports, "report"))
-}
-
-// plural writes n things in English.
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
+	return s
 }
 
 func firstN(s []string, n int) []string {

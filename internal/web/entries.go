@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/gpudx/gpudx/internal/view"
 	"log"
 	"maps"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
-	"github.com/gpudx/gpudx/internal/render"
 	"github.com/gpudx/gpudx/internal/service"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
@@ -48,7 +48,7 @@ func (h *handler) entries(w http.ResponseWriter, r *http.Request) {
 	l := chooseLang(w, r, "")
 	q := r.URL.Query()
 	b := entriesBody{
-		Q:        clip(strings.TrimSpace(q.Get("q")), maxQuery),
+		Q:        view.Cut(strings.TrimSpace(q.Get("q")), maxQuery),
 		Domain:   strings.TrimSpace(q.Get("domain")),
 		Category: strings.TrimSpace(q.Get("category")),
 		Total:    len(h.svc.Base().Entries()),
@@ -69,7 +69,7 @@ func (h *handler) entries(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(b.Categories)
 	for _, e := range h.svc.Entries(service.Filter{Domain: b.Domain, Category: b.Category, Q: b.Q}) {
-		b.Rows = append(b.Rows, entryRow{ID: e.ID, URL: entryURL(e.ID), Signature: pick(l, e.Signature, e.SignatureZh),
+		b.Rows = append(b.Rows, entryRow{ID: e.ID, URL: entryURL(e.ID), Signature: view.Pick(l, e.Signature, e.SignatureZh),
 			Where: e.Domain + " · " + e.Category, Tier: e.VerificationTier})
 	}
 	if b.Filtered {
@@ -85,19 +85,6 @@ func (h *handler) entries(w http.ResponseWriter, r *http.Request) {
 	p.Body = b
 	h.render(w, http.StatusOK, "entries", p)
 }
-
-// clip cuts s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // entryBody is one entry's page.
 type entryBody struct {
@@ -162,8 +149,8 @@ func (h *handler) isDomain(name string) bool {
 func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBody {
 	b := entryBody{
 		ID:          e.ID,
-		Signature:   pick(l, e.Signature, e.SignatureZh),
-		RootCause:   pick(l, e.RootCause, e.RootCauseZh),
+		Signature:   view.Pick(l, e.Signature, e.SignatureZh),
+		RootCause:   view.Pick(l, e.RootCause, e.RootCauseZh),
 		HasStore:    h.svc.HasStore(),
 		PriorWeight: outcome.PriorWeight,
 		Versions:    versionRows(e.Versions),
@@ -186,16 +173,16 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 	meta("e_domain", e.Domain)
 	meta("e_category", e.Category)
 	meta("e_code", e.ErrorCode)
-	if line, next := render.OperatorLine(e.Operator, l); line != "" {
+	if line, next := view.OperatorLine(e.Operator, l); line != "" {
 		meta("e_operator", line+". "+next)
 	}
 	meta("e_rctype", e.RootCauseType)
 	meta("e_tier", e.VerificationTier)
 	meta("e_conf", fmtFloat(e.Confidence))
-	meta("e_fix", tr(l, "works", pct(e.FixSuccessRate)))
+	meta("e_fix", tr(l, "works", view.Pct(e.FixSuccessRate)))
 	meta("e_resolv", e.Resolvable)
 	if e.EvidenceCount > 0 {
-		meta("e_evidence", group(int64(e.EvidenceCount)))
+		meta("e_evidence", view.Group(int64(e.EvidenceCount)))
 	}
 	meta("e_seen", e.FirstSeen)
 	meta("e_confirmed", e.LastConfirmed)
@@ -204,19 +191,19 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 
 	dead, work := diagnose.Items(e)
 	for i, x := range dead {
-		it := entryItem{item: item{N: i + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", pct(x.FailRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
+		it := entryItem{item: item{N: i + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", view.Pct(x.FailRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
 		if l == "zh" && x.Zh != "" {
 			it.Text, it.Why = x.Zh, ""
 		}
 		if i < len(rates.DeadEnds) {
-			it.Observed = observedText(rates.DeadEnds[i], l)
+			it.Observed = view.ObservedText(rates.DeadEnds[i], l)
 		}
 		b.DeadEnds = append(b.DeadEnds, it)
 	}
 	for i, x := range work {
-		it := entryItem{item: item{N: i + 1, Text: pick(l, x.Action, x.Zh), How: x.How, Rate: tr(l, "works", pct(x.SuccessRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
+		it := entryItem{item: item{N: i + 1, Text: view.Pick(l, x.Action, x.Zh), How: x.How, Rate: tr(l, "works", view.Pct(x.SuccessRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
 		if i < len(rates.Workarounds) {
-			it.Observed = observedText(rates.Workarounds[i], l)
+			it.Observed = view.ObservedText(rates.Workarounds[i], l)
 		}
 		b.Work = append(b.Work, it)
 	}

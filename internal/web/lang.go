@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/gpudx/gpudx/internal/view"
 	"net/http"
 	"strings"
 )
@@ -12,7 +13,7 @@ const langCookie = "gpudx_lang"
 // langs are the page's languages; the first is the default.
 var langs = []string{"en", "zh"}
 
-func validLang(l string) bool { return l == "en" || l == "zh" }
+func validLang(l string) bool { return view.ValidLang(l) }
 
 // chooseLang picks the page's language: ?lang= (remembered in a cookie),
 // then a form's lang field, then the cookie, then the browser's
@@ -71,17 +72,5 @@ func htmlLang(l string) string {
 	return "en"
 }
 
-// tr formats the label key in language l. A missing key is a bug the
-// tests catch (TestLabels); at run time it shows the key rather than fail.
-func tr(l, key string, args ...any) string {
-	f, ok := labels[l][key]
-	if !ok {
-		if f, ok = labels["en"][key]; !ok {
-			return key
-		}
-	}
-	if len(args) == 0 {
-		return f
-	}
-	return fmt.Sprintf(f, args...)
-}
+// tr formats the label key in language l (internal/view's one table).
+func tr(l, key string, args ...any) string { return view.T(l, key, args...) }

@@ -3,7 +3,7 @@ package web
 import (
 	"bytes"
 	"embed"
-	"fmt"
+	"github.com/gpudx/gpudx/internal/view"
 	"html/template"
 	"log"
 	"net/http"
@@ -155,25 +155,7 @@ func entryURL(id string) string {
 // bytes)", or "1,000 bytes" below a KiB.
 func limitText(l string, n int64) string {
 	if n < 1024 {
-		return tr(l, "bytes", group(n))
+		return tr(l, "bytes", view.Group(n))
 	}
-	return tr(l, "limit", facts.FormatBytes(float64(n)), group(n))
-}
-
-// group writes n with thousands separators.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return tr(l, "limit", facts.FormatBytes(float64(n)), view.Group(n))
 }

@@ -1,22 +1,15 @@
 package web
 
 import (
-	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
-	"github.com/gpudx/gpudx/env"
-	"github.com/gpudx/gpudx/facts"
-	"github.com/gpudx/gpudx/internal/render"
+	"github.com/gpudx/gpudx/internal/view"
 	"github.com/gpudx/gpudx/kb"
-	"github.com/gpudx/gpudx/outcome"
 )
 
-// This file turns a diagnosis report into what the result page shows, in
-// one language. It computes nothing: every figure comes from the report,
-// and the wording follows `gpudx diagnose`'s text output.
+// This file lays out internal/view's language-resolved report as the result
+// page's cards: links between cards, sources as links, version tables.
 
 type resultBody struct {
 	Headline string
@@ -115,28 +108,25 @@ func sources(ss []string) []source {
 	return out
 }
 
-func pct(r float64) int { return int(r*100 + 0.5) }
-
-// resultView builds the page for rep in language l.
+// resultView builds the page for rep in language l from the view every
+// face reads.
 func resultView(rep *diagnose.Report, l string) resultBody {
-	b := resultBody{
-		Read: tr(l, "read", group(int64(rep.Stats.Lines)), group(rep.Stats.Bytes), rep.Stats.Entries),
-		Env:  envLine(rep.Environment, l),
-	}
-	if len(rep.Diagnoses) == 0 {
+	v := view.Build(rep, l)
+	b := resultBody{Read: v.Read, Env: v.Env}
+	if v.None {
 		b.None = true
 		b.Headline = tr(l, "none")
 		b.NoneNote = tr(l, "none_note", rep.Stats.Entries)
 		return b
 	}
-	b.Headline = tr(l, "found", len(rep.Diagnoses))
-	if len(rep.Diagnoses) == 1 {
+	b.Headline = tr(l, "h_found", v.Count)
+	if v.Count == 1 {
 		b.Headline = tr(l, "found1")
 	}
-	b.Ranks = ranksLine(rep.Ranks, l)
+	b.Ranks = v.Ranks
 	anchors := map[string]string{}
-	for i, d := range rep.Diagnoses {
-		anchors[d.ID] = "d" + strconv.Itoa(i+1)
+	for _, d := range v.Diagnoses {
+		anchors[d.ID] = d.Anchor
 	}
 	ref := func(ids []string) []idLink {
 		var out []idLink
@@ -149,65 +139,65 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 		}
 		return out
 	}
-	for _, d := range rep.Diagnoses {
+	for i := range v.Diagnoses {
+		d := &v.Diagnoses[i]
 		c := card{
-			Anchor:    anchors[d.ID],
+			Anchor:    d.Anchor,
 			ID:        d.ID,
 			URL:       entryURL(d.ID),
-			Where:     where(d, l),
-			Signature: pick(l, d.Signature, d.SignatureZh),
-			RootCause: pick(l, d.RootCause, d.RootCauseZh),
-			Notes:     versionNotes(d, l),
+			Kind:      d.Kind,
+			Where:     d.Where(l, tr(l, "dot")),
+			Signature: d.Signature,
+			RootCause: d.RootCause,
+			Facts:     factsOf(d.Facts),
+			Operator:  d.Operator,
+			OpNext:    d.OpNext,
+			Notes:     d.Notes,
 			Versions:  versionRows(d.Versions),
 			LeadsTo:   ref(d.LeadsTo),
 			Subsumes:  ref(d.Subsumes),
-			Tier:      tr(l, "tier", d.VerificationTier, d.Confidence),
-			DocURL:    webURL(d.OfficialDocURL),
-			Memory:    memoryLines(d, l),
+			Why:       d.Why,
+			Tier:      d.Tier,
+			DocURL:    webURL(d.DocURL),
 		}
-		switch {
-		case d.Root:
-			c.Kind, c.Badge = "root", tr(l, "root")
-		case len(d.CausedBy) > 0:
-			c.Kind, c.Badge, c.CausedBy = "follow", tr(l, "followup"), ref(d.CausedBy)
+		switch d.Kind {
+		case "root":
+			c.Badge = tr(l, "root")
+		case "follow":
+			c.Badge, c.CausedBy = tr(l, "h_followup"), ref(d.CausedBy)
 		default:
-			c.Kind, c.Badge = "also", tr(l, "also")
+			c.Badge = tr(l, "also")
 		}
 		for _, e := range d.Evidence {
 			c.Evidence = append(c.Evidence, evidence{Line: e.Line, File: e.File, Text: e.Text})
 		}
-		c.Facts = factList(d.Facts)
-		c.Operator, c.OpNext = render.OperatorLine(d.Operator, l)
-		c.Why = d.Why
-		if l == "zh" && len(d.WhyZh) == len(d.Why) {
-			c.Why = d.WhyZh
+		if m := d.Memory; m != nil {
+			c.Memory = &memoryView{Verdict: m.Verdict, Reason: m.Reason, Figures: factsOf(m.Figures), Advice: m.Advice}
 		}
 		for _, x := range d.DeadEnds {
-			it := item{N: x.Index + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", pct(x.FailRate)), NA: !x.Applies, Sources: sources(x.Sources)}
-			if l == "zh" && x.Zh != "" {
-				it.Text, it.Why = x.Zh, "" // the Chinese text says why in the same sentence
-			}
-			it.Cond, it.CondState = condition(x.Condition, x.Applicability, l)
-			it.Observed = observed(x.Observed, l)
-			c.DeadEnds = append(c.DeadEnds, it)
+			c.DeadEnds = append(c.DeadEnds, fromView(x))
 		}
-		for _, x := range d.Workarounds {
-			it := item{N: x.Index + 1, Text: pick(l, x.Action, x.Zh), How: x.How, Rate: tr(l, "works", pct(x.SuccessRate)), NA: !x.Applies, Sources: sources(x.Sources)}
-			it.Cond, it.CondState = condition(x.Condition, x.Applicability, l)
-			it.Observed = observed(x.Observed, l)
-			c.Work = append(c.Work, it)
+		for _, x := range d.Work {
+			c.Work = append(c.Work, fromView(x))
 		}
 		b.Cards = append(b.Cards, c)
 	}
 	return b
 }
 
-// pick is the Chinese text where the page is Chinese and there is one.
-func pick(l, en, zh string) string {
-	if l == "zh" && zh != "" {
-		return zh
+// fromView is an item as the page shows it: sources as links, the
+// blended rate with its counts.
+func fromView(x view.Item) item {
+	return item{N: x.N, Text: x.Text, Why: x.Why, How: x.How, Rate: x.Rate, Observed: x.ObservedLong,
+		Cond: x.Cond, CondState: x.CondState, NA: !x.Applies, Sources: sources(x.Sources)}
+}
+
+func factsOf(fs []view.Fact) []fact {
+	out := make([]fact, len(fs))
+	for i, f := range fs {
+		out[i] = fact{Name: f.Name, Text: f.Text}
 	}
-	return en
+	return out
 }
 
 // webURL keeps only web addresses; anything else is not linked.
@@ -216,162 +206,6 @@ func webURL(s string) string {
 		return s
 	}
 	return ""
-}
-
-// observed says a blended rate and what backs it; "" when no store is in
-// use (Observed is nil).
-func observed(r *outcome.Rate, l string) string {
-	if r == nil {
-		return ""
-	}
-	return observedText(*r, l)
-}
-
-// observedText says a blended rate, the reports behind it and the weight
-// of the curated rate.
-func observedText(r outcome.Rate, l string) string {
-	switch r.Reports {
-	case 0:
-		return tr(l, "obs_none")
-	case 1:
-		return tr(l, "obs1", pct(r.Blended), r.Worked, r.Failed, pct(r.Curated), r.PriorWeight)
-	}
-	return tr(l, "obs", pct(r.Blended), r.Reports, r.Worked, r.Failed, pct(r.Curated), r.PriorWeight)
-}
-
-// condition writes an item's condition and how it came out here.
-func condition(cond string, a diagnose.Applicability, l string) (string, string) {
-	if cond == "" {
-		return "", ""
-	}
-	switch a.ConditionStatus {
-	case "holds":
-		return cond, tr(l, "holds")
-	case "fails":
-		s := tr(l, "fails_cond")
-		if a.Reason != "" {
-			s += tr(l, "open_paren") + a.Reason + tr(l, "close_paren")
-		}
-		return cond, s
-	case "unknown":
-		if r, ok := strings.CutPrefix(a.Reason, "not known: "); ok {
-			return cond, tr(l, "unknown") + tr(l, "colon") + r
-		}
-		if a.Reason != "" {
-			return cond, a.Reason
-		}
-		return cond, tr(l, "unknown")
-	}
-	return cond, a.Reason
-}
-
-func where(d *diagnose.Diagnosis, l string) string {
-	span := strconv.Itoa(d.FirstLine)
-	switch {
-	case d.LastFile != "":
-		span = fmt.Sprintf("%d … %s:%d", d.FirstLine, d.LastFile, d.LastLine)
-	case d.LastLine != d.FirstLine:
-		span = fmt.Sprintf("%d–%d", d.FirstLine, d.LastLine)
-	}
-	parts := []string{tr(l, "lines", span)}
-	if d.File != "" {
-		parts[0] = d.File + tr(l, "colon") + parts[0]
-	}
-	if d.Count > 1 {
-		parts = append(parts, tr(l, "times", d.Count))
-	}
-	if len(d.Ranks) > 0 {
-		parts = append(parts, tr(l, "onranks", render.IntList(d.Ranks)))
-	}
-	return strings.Join(parts, " · ")
-}
-
-func factList(f map[string]facts.Fact) []fact {
-	out := make([]fact, 0, len(f))
-	for k, v := range f {
-		out = append(out, fact{Name: k, Text: v.Text})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-func memoryLines(d *diagnose.Diagnosis, l string) *memoryView {
-	m := d.Memory
-	if m == nil {
-		return nil
-	}
-	v := &memoryView{Reason: pick(l, m.Reason, m.ReasonZh)}
-	v.Verdict = tr(l, "v_"+string(m.Verdict))
-	if v.Verdict == "v_"+string(m.Verdict) {
-		v.Verdict = strings.ReplaceAll(string(m.Verdict), "_", " ")
-	}
-	add := func(key string, n int64) {
-		if n >= 0 {
-			v.Figures = append(v.Figures, fact{Name: tr(l, key), Text: facts.FormatBytes(float64(n))})
-		}
-	}
-	add("m_requested", m.Requested)
-	add("m_capacity", m.Capacity)
-	add("m_free", m.Free)
-	add("m_allocated", m.Allocated)
-	add("m_reserved", m.Reserved)
-	add("m_unalloc", m.ReservedUnallocated)
-	add("m_others", m.OtherProcesses)
-	for _, a := range m.Advice {
-		v.Advice = append(v.Advice, pick(l, a.Text, a.Zh))
-	}
-	return v
-}
-
-func versionNotes(d *diagnose.Diagnosis, l string) []string {
-	var out []string
-	for _, n := range d.VersionNotes {
-		out = append(out, pick(l, n.Text, n.Zh))
-	}
-	return out
-}
-
-// envLine summarises the environment in one line, "" when nothing is
-// known.
-func envLine(e env.Environment, l string) string {
-	var parts []string
-	add := func(name, v string) {
-		if v != "" {
-			parts = append(parts, name+" "+v)
-		}
-	}
-	add("PyTorch", e.Torch)
-	add(tr(l, "builtcuda"), e.TorchCUDA)
-	add("CUDA", e.CUDA)
-	add(tr(l, "driver"), e.Driver)
-	add(tr(l, "drvcuda"), e.DriverCUDA)
-	add("cuDNN", e.CUDNN)
-	add("NCCL", e.NCCL)
-	add("Python", e.Python)
-	if e.OSDetail != "" {
-		parts = append(parts, e.OSDetail)
-	} else if e.OS != "" {
-		parts = append(parts, e.OS)
-	}
-	if len(e.GPUs) > 0 {
-		g := e.GPUs[0].Name
-		if len(e.GPUs) > 1 {
-			g += " ×" + strconv.Itoa(len(e.GPUs))
-		}
-		parts = append(parts, g)
-	}
-	return strings.Join(parts, " · ")
-}
-
-func ranksLine(r *diagnose.RankSummary, l string) string {
-	if r == nil {
-		return ""
-	}
-	reason := pick(l, r.Reason, r.ReasonZh)
-	if r.FirstFailed != nil {
-		return tr(l, "rankfirst", *r.FirstFailed, reason)
-	}
-	return reason
 }
 
 // versionRow is one row of an entry's version table, with missing values

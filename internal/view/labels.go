@@ -1,9 +1,15 @@
-package web
+package view
 
-// labels holds the fixed words of every page per language. Keys in
-// templates are checked against both tables by TestLabels; the words
-// follow gpudx's terminal and memory outputs (internal/render,
-// internal/memview) so that a person sees the same terms everywhere.
+import (
+	"fmt"
+	"sort"
+)
+
+// labels holds the fixed words of every face per language: the terminal
+// text and markdown of internal/render, the web page and the MCP tools'
+// text. TestLabels checks that both languages have the same keys with the
+// same format verbs. Keys starting "h_" are the web page's headings where
+// it words a thing at more length than the terminal does.
 var labels = map[string]map[string]string{
 	"en": {
 		// Frame of every page.
@@ -45,18 +51,18 @@ var labels = map[string]map[string]string{
 		"res_title":       "Diagnosis",
 		"none":            "No known GPU error found",
 		"none_note":       "None of the %d entries matched. If the job did fail, the error may lie outside the part of the log you gave, or the knowledge base may not have it yet: search the knowledge base for the message.",
-		"found":           "%d known errors found",
+		"h_found":         "%d known errors found",
 		"found1":          "1 known error found",
 		"read":            "read %s lines, %s bytes; %d entries checked",
 		"from_file":       "from %s",
 		"from_text":       "from the pasted text",
 		"ignored":         "The chosen file was read; the pasted text was not.",
 		"env":             "Environment",
-		"ranks":           "Ranks",
+		"h_ranks":         "Ranks",
 		"rankfirst":       "rank %d failed first (%s)",
 		"toc":             "Errors found",
 		"root":            "ROOT CAUSE",
-		"followup":        "FOLLOW-ON",
+		"h_followup":      "FOLLOW-ON",
 		"cause_pre":       "follows from ",
 		"cause_post":      "",
 		"also":            "ALSO FOUND",
@@ -68,35 +74,35 @@ var labels = map[string]map[string]string{
 		"evidence":        "Evidence",
 		"ev_line":         "Line",
 		"ev_text":         "Text",
-		"facts":           "Facts read from the message",
-		"operator":        "For the node's operator",
-		"memory":          "Out-of-memory arithmetic",
+		"h_facts":         "Facts read from the message",
+		"h_operator":      "For the node's operator",
+		"h_memory":        "Out-of-memory arithmetic",
 		"verdict":         "Verdict",
-		"advice":          "What the figures suggest",
+		"h_advice":        "What the figures suggest",
 		"versions":        "Versions",
 		"vtable":          "The entry's version table",
-		"dead":            "What not to try first",
-		"do":              "What to do now",
+		"h_dead":          "What not to try first",
+		"h_do":            "What to do now",
 		"fails":           "fails %d%%",
 		"works":           "works %d%%",
 		"obs":             "%d%% with %d reports: %d worked, %d failed (the curated %d%% counts as %d reports)",
 		"obs1":            "%d%% with 1 report: %d worked, %d failed (the curated %d%% counts as %d reports)",
 		"obs_none":        "no reports yet",
-		"why":             "Why it fails",
-		"how":             "How",
-		"when":            "When",
+		"h_why":           "Why it fails",
+		"h_how":           "How",
+		"h_when":          "When",
 		"holds":           "holds",
 		"fails_cond":      "does not hold here",
 		"unknown":         "not known",
 		"notapply":        "does not apply here",
 		"sources":         "Sources",
 		"leads":           "Tends to lead to",
-		"subsumes":        "Also matched (less specific)",
+		"h_subsumes":      "Also matched (less specific)",
 		"whyhere":         "Why ranked here",
 		"tier":            "verified: %s · confidence %.2f",
-		"doc":             "official docs",
+		"h_doc":           "official docs",
 		"open_entry":      "Open the entry",
-		"more":            "Details",
+		"h_more":          "Details",
 		"again":           "Diagnose again",
 		"again_note":      "The log you sent, to change and send again.",
 		"again_big":       "The log came from a file; choose it again to send it again.",
@@ -216,6 +222,39 @@ var labels = map[string]map[string]string{
 		"limit":       "%s (%s bytes)",
 		"bytes":       "%s bytes",
 		"pasted":      "the pasted text",
+
+		// Terminal text and markdown (gpudx diagnose, kb show).
+		"obs_brief":         " → %d%% with %d reports",
+		"obs_brief1":        " → %d%% with 1 report",
+		"md_title":          "gpudx diagnosis",
+		"ranks":             "Ranks",
+		"found":             "%d known error(s) found",
+		"followup":          "FOLLOWS FROM %s",
+		"facts":             "Facts",
+		"operator":          "Operator",
+		"sev.critical":      "critical: GPU or node unusable until acted on",
+		"sev.error":         "error: the job died, the GPU may be fine",
+		"sev.warning":       "warning: degraded or a precursor",
+		"sev.info":          "info: recorded, no action",
+		"fault.hardware":    "hardware fault",
+		"fault.application": "the application's fault",
+		"fault.driver":      "driver or firmware fault",
+		"fault.either":      "application or hardware (see above)",
+		"drain.yes":         "drain the node",
+		"drain.no":          "no need to drain",
+		"drain.if_repeats":  "drain if it repeats on this GPU",
+		"nvidia":            "NVIDIA action",
+		"dead":              "Don't waste time on",
+		"do":                "Do now",
+		"why":               "why",
+		"how":               "how",
+		"when":              "when",
+		"src":               "source",
+		"subsumes":          "also matched (less specific)",
+		"more":              "run `gpudx kb show %s` for the full entry",
+		"doc":               "docs",
+		"memory":            "Memory",
+		"advice":            "Memory advice",
 	},
 	"zh": {
 		"tagline":     "GPU 任务故障诊断",
@@ -254,18 +293,18 @@ var labels = map[string]map[string]string{
 		"res_title":       "诊断结果",
 		"none":            "未发现已知的 GPU 错误",
 		"none_note":       "%d 个条目都没有匹配。如果任务确实失败了，错误可能不在你提供的这段日志里，也可能知识库还没有收录：可以在知识库里搜索这条消息。",
-		"found":           "发现 %d 个已知错误",
+		"h_found":         "发现 %d 个已知错误",
 		"found1":          "发现 1 个已知错误",
 		"read":            "读取 %s 行，%s 字节；比对 %d 个条目",
 		"from_file":       "来自 %s",
 		"from_text":       "来自粘贴的文本",
 		"ignored":         "已读取所选文件，未读取粘贴的文本。",
 		"env":             "环境",
-		"ranks":           "各 rank",
+		"h_ranks":         "各 rank",
 		"rankfirst":       "rank %d 最先失败（%s）",
 		"toc":             "发现的错误",
 		"root":            "根本原因",
-		"followup":        "继发错误",
+		"h_followup":      "继发错误",
 		"cause_pre":       "由 ",
 		"cause_post":      " 引起",
 		"also":            "另外发现",
@@ -277,35 +316,35 @@ var labels = map[string]map[string]string{
 		"evidence":        "证据",
 		"ev_line":         "行号",
 		"ev_text":         "内容",
-		"facts":           "从消息中读出的数值",
-		"operator":        "节点运维",
-		"memory":          "显存不足的账目",
+		"h_facts":         "从消息中读出的数值",
+		"h_operator":      "节点运维",
+		"h_memory":        "显存不足的账目",
 		"verdict":         "结论",
-		"advice":          "这些数字提示",
+		"h_advice":        "这些数字提示",
 		"versions":        "版本",
 		"vtable":          "条目的版本表",
-		"dead":            "先别试这些",
-		"do":              "现在该做什么",
+		"h_dead":          "先别试这些",
+		"h_do":            "现在该做什么",
 		"fails":           "失败率 %d%%",
 		"works":           "成功率 %d%%",
 		"obs":             "计入 %[2]d 份反馈后为 %[1]d%%：有效 %[3]d 份，无效 %[4]d 份（人工整理的 %[5]d%% 按 %[6]d 份反馈计）",
 		"obs1":            "计入 1 份反馈后为 %[1]d%%：有效 %[2]d 份，无效 %[3]d 份（人工整理的 %[4]d%% 按 %[5]d 份反馈计）",
 		"obs_none":        "暂无反馈",
-		"why":             "为什么无效",
-		"how":             "做法",
-		"when":            "条件",
+		"h_why":           "为什么无效",
+		"h_how":           "做法",
+		"h_when":          "条件",
 		"holds":           "成立",
 		"fails_cond":      "此处不成立",
 		"unknown":         "未知",
 		"notapply":        "此处不适用",
 		"sources":         "来源",
 		"leads":           "通常会引发",
-		"subsumes":        "同时匹配（较笼统）",
+		"h_subsumes":      "同时匹配（较笼统）",
 		"whyhere":         "排序理由",
 		"tier":            "验证：%s · 置信度 %.2f",
-		"doc":             "官方文档",
+		"h_doc":           "官方文档",
 		"open_entry":      "查看条目",
-		"more":            "详情",
+		"h_more":          "详情",
 		"again":           "重新诊断",
 		"again_note":      "你发送的日志，可修改后再次发送。",
 		"again_big":       "日志来自文件；如需再次发送，请重新选择该文件。",
@@ -422,5 +461,74 @@ var labels = map[string]map[string]string{
 		"limit":       "%s（%s 字节）",
 		"bytes":       "%s 字节",
 		"pasted":      "粘贴的文本",
+
+		// Terminal text and markdown (gpudx diagnose, kb show).
+		"obs_brief":         " → %d%%，计入 %d 份反馈",
+		"obs_brief1":        " → %d%%，计入 1 份反馈",
+		"md_title":          "gpudx 诊断",
+		"found":             "发现 %d 个已知错误",
+		"how":               "做法",
+		"subsumes":          "同时匹配（较笼统）",
+		"when":              "条件",
+		"followup":          "由 %s 引起",
+		"facts":             "事实",
+		"operator":          "运维",
+		"sev.critical":      "严重：处理前 GPU 或节点不可用",
+		"sev.error":         "错误：作业已失败，GPU 可能正常",
+		"sev.warning":       "警告：性能下降或故障前兆",
+		"sev.info":          "信息：仅记录，无需处理",
+		"fault.hardware":    "硬件故障",
+		"fault.application": "应用程序的问题",
+		"fault.driver":      "驱动或固件问题",
+		"fault.either":      "应用或硬件（见上文）",
+		"drain.yes":         "下线该节点",
+		"drain.no":          "无需下线",
+		"drain.if_repeats":  "同一 GPU 反复出现时下线",
+		"nvidia":            "NVIDIA 建议操作",
+		"dead":              "不要浪费时间",
+		"do":                "现在就做",
+		"why":               "原因",
+		"src":               "来源",
+		"more":              "运行 `gpudx kb show %s` 查看完整条目",
+		"doc":               "文档",
+		"ranks":             "rank",
+		"memory":            "显存",
+		"advice":            "显存建议",
 	},
+}
+
+// ValidLang reports whether l is a language the outputs are written in.
+func ValidLang(l string) bool { return l == "en" || l == "zh" }
+
+// T formats the label key in language l. A missing key is a bug that
+// TestLabels catches; at run time the English word, or else the key, is
+// shown rather than fail.
+func T(l, key string, args ...any) string {
+	f, ok := labels[l][key]
+	if !ok {
+		if f, ok = labels["en"][key]; !ok {
+			return key
+		}
+	}
+	if len(args) == 0 {
+		return f
+	}
+	return fmt.Sprintf(f, args...)
+}
+
+// Has reports whether key is a label.
+func Has(l, key string) bool {
+	_, ok := labels[l][key]
+	return ok
+}
+
+// Keys lists the label keys of language l, for tests of the faces that
+// check their templates against the table.
+func Keys(l string) []string {
+	keys := make([]string, 0, len(labels[l]))
+	for k := range labels[l] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

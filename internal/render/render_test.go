@@ -1,0 +1,134 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gpudx/gpudx/diagnose"
+	"github.com/gpudx/gpudx/facts"
+)
+
+// report is a small report with one root cause and one error that follows
+// from it, as the engine would give for a two-rank log.
+func report() *diagnose.Report {
+	return &diagnose.Report{
+		Stats: diagnose.Stats{Lines: 1200, Bytes: 48213, Entries: 282},
+		Diagnoses: []*diagnose.Diagnosis{{
+			ID: "cuda/illegal-memory-access", Root: true, Count: 2, FirstLine: 40, LastLine: 41, Ranks: []int{1},
+			Signature: "CUDA error: an illegal memory access was encountered", SignatureZh: "CUDA 错误：非法内存访问",
+			RootCause: "A kernel read an unmapped address.", RootCauseZh: "某个 kernel 读取了未映射的地址。",
+			Evidence: []diagnose.Evidence{{Line: 40, Text: "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"}},
+			Facts:    map[string]facts.Fact{"rank": {Text: "1"}},
+			DeadEnds: []diagnose.DeadEnd{{Index: 1, Action: "Retry the step", WhyFails: "The context is lost.", FailRate: 0.95, Zh: "重试这一步：上下文已失效。",
+				Applicability: diagnose.Applicability{Applies: true}}},
+			Workarounds: []diagnose.Workaround{{Index: 0, Action: "Run with CUDA_LAUNCH_BLOCKING=1", How: "CUDA_LAUNCH_BLOCKING=1 python train.py", SuccessRate: 0.7,
+				Condition: "env.torch >= '2.0'", Applicability: diagnose.Applicability{Applies: true, ConditionStatus: "unknown", Reason: "not known: env.torch"}}},
+			VerificationTier: "docs_verified", Confidence: 0.9,
+		}, {
+			ID: "nccl/watchdog-timeout", CausedBy: []string{"cuda/illegal-memory-access"}, Count: 1, FirstLine: 90, LastLine: 90, Ranks: []int{0},
+			Signature: "Watchdog caught collective operation timeout",
+			Evidence:  []diagnose.Evidence{{Line: 90, Text: "[rank0]: Watchdog caught collective operation timeout"}},
+		}},
+	}
+}
+
+func TestText(t *testing.T) {
+	for _, c := range []struct {
+		lang string
+		want []string // lines, in this order
+	}{
+		{"en", []string{
+			"2 known error(s) found",
+			"read 1,200 lines, 48,213 bytes; 282 entries checked",
+			"● ROOT CAUSE  cuda/illegal-memory-access  line 40–41  ×2  ranks 1",
+			"    40: [rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+			"  Facts: rank=1",
+			"    ✗ 2. Retry the step (fails 95%)",
+			"         why: The context is lost.",
+			"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
+			"       │ CUDA_LAUNCH_BLOCKING=1 python train.py",
+			"       when: env.torch >= '2.0' — not known: env.torch",
+			"○ FOLLOWS FROM cuda/illegal-memory-access  nccl/watchdog-timeout  line 90  ranks 0",
+			"  run `gpudx kb show nccl/watchdog-timeout` for the full entry",
+		}},
+		{"zh", []string{
+			"发现 2 个已知错误",
+			"● 根本原因  cuda/illegal-memory-access  第 40–41 行  ×2  rank 1",
+			"  CUDA 错误：非法内存访问",
+			"    ✗ 2. 重试这一步：上下文已失效。 (失败率 95%)",
+			"       条件: env.torch >= '2.0' — 未知：env.torch",
+			"○ 由 cuda/illegal-memory-access 引起  nccl/watchdog-timeout  第 90 行  rank 0",
+		}},
+	} {
+		var b bytes.Buffer
+		if err := Text(&b, report(), Options{Lang: c.lang}); err != nil {
+			t.Fatal(err)
+		}
+		inOrder(t, c.lang, b.String(), c.want)
+		if c.lang == "zh" && strings.Contains(b.String(), "why:") {
+			t.Errorf("zh: the Chinese dead end says why itself, yet a 'why:' line is printed:\n%s", b.String())
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	for _, c := range []struct {
+		lang string
+		want []string
+	}{
+		{"en", []string{
+			"## gpudx diagnosis",
+			"### ROOT CAUSE: `cuda/illegal-memory-access`",
+			"- ✗ **2.** Retry the step — The context is lost. (fails 95%)",
+			"- **1.** Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
+			"### FOLLOWS FROM `cuda/illegal-memory-access`: `nccl/watchdog-timeout`",
+		}},
+		{"zh", []string{
+			"## gpudx 诊断",
+			"### 根本原因: `cuda/illegal-memory-access`",
+			"- ✗ **2.** 重试这一步：上下文已失效。 (失败率 95%)",
+		}},
+	} {
+		var b bytes.Buffer
+		if err := Markdown(&b, report(), Options{Lang: c.lang}); err != nil {
+			t.Fatal(err)
+		}
+		inOrder(t, c.lang, b.String(), c.want)
+	}
+}
+
+// Colour only where asked for, and the empty report says so.
+func TestTextColourAndNone(t *testing.T) {
+	var b bytes.Buffer
+	Text(&b, report(), Options{})
+	if strings.Contains(b.String(), "\x1b[") {
+		t.Error("escape codes without Color")
+	}
+	b.Reset()
+	Text(&b, report(), Options{Color: true})
+	if !strings.Contains(b.String(), "\x1b[1;31m● ROOT CAUSE\x1b[0m") {
+		t.Error("no red ROOT CAUSE with Color")
+	}
+	b.Reset()
+	Text(&b, &diagnose.Report{Stats: diagnose.Stats{Lines: 3, Bytes: 12, Entries: 282}}, Options{})
+	if got := b.String(); got != "No known GPU error found.\nread 3 lines, 12 bytes; 282 entries checked\n" {
+		t.Errorf("empty report: %q", got)
+	}
+}
+
+// inOrder checks that each wanted line is a whole line of out, in order.
+func inOrder(t *testing.T, name, out string, want []string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	i := 0
+	for _, w := range want {
+		for i < len(lines) && lines[i] != w {
+			i++
+		}
+		if i == len(lines) {
+			t.Errorf("%s: line %q missing or out of order in:\n%s", name, w, out)
+			return
+		}
+	}
+}
