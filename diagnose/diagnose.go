@@ -47,6 +47,8 @@ type Stats struct {
 // base says about it.
 type Diagnosis struct {
 	ID               string                `json:"id"`
+	Title            string                `json:"title"`
+	TitleZh          string                `json:"title_zh,omitempty"`
 	Signature        string                `json:"signature"`
 	SignatureZh      string                `json:"signature_zh,omitempty"`
 	Domain           string                `json:"domain"`
@@ -106,6 +108,7 @@ type Evidence struct {
 // entry, which outcome reports refer to.
 type DeadEnd struct {
 	Index     int      `json:"index"`
+	Item      int      `json:"item"` // Index+1: the number gpudx report and kb show use
 	Action    string   `json:"action"`
 	WhyFails  string   `json:"why_fails"`
 	FailRate  float64  `json:"fail_rate"`
@@ -131,6 +134,7 @@ type Applicability struct {
 // Workaround is something to do now.
 type Workaround struct {
 	Index       int      `json:"index"`
+	Item        int      `json:"item"` // Index+1: the number gpudx report and kb show use
 	Action      string   `json:"action"`
 	How         string   `json:"how"`
 	SuccessRate float64  `json:"success_rate"`
@@ -531,7 +535,7 @@ func (c *Collector) reason(d *Diagnosis, g *group, environment env.Environment, 
 
 func newDiagnosis(e *kb.Entry) *Diagnosis {
 	d := &Diagnosis{
-		ID: e.ID, Signature: e.Signature, SignatureZh: e.SignatureZh, Domain: e.Domain,
+		ID: e.ID, Title: e.Title, TitleZh: e.TitleZh, Signature: e.Signature, SignatureZh: e.SignatureZh, Domain: e.Domain,
 		Category: e.Category, ErrorCode: e.ErrorCode, Facts: map[string]facts.Fact{},
 		RootCause: e.RootCause, RootCauseZh: e.RootCauseZh, RootCauseType: e.RootCauseType,
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
@@ -551,13 +555,13 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 func Items(e *kb.Entry) ([]DeadEnd, []Workaround) {
 	dead := make([]DeadEnd, len(e.DeadEnds))
 	for i, x := range e.DeadEnds {
-		dead[i] = DeadEnd{Index: i, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
+		dead[i] = DeadEnd{Index: i, Item: i + 1, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
 			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i),
 			Applicability: Applicability{Applies: true}}
 	}
 	work := make([]Workaround, len(e.Workarounds))
 	for i, x := range e.Workarounds {
-		work[i] = Workaround{Index: i, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
+		work[i] = Workaround{Index: i, Item: i + 1, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
 			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i),
 			Applicability: Applicability{Applies: true}}
 	}

@@ -16,6 +16,8 @@ import (
 // docs/kb-format.md; the seed entry of the project loads into it unchanged.
 type Entry struct {
 	ID                 string            `json:"id"`
+	Title              string            `json:"title"`    // names the error without figures; a diagnosis's heading
+	TitleZh            string            `json:"title_zh"` // the title in Chinese
 	Signature          string            `json:"signature"`
 	SignatureZh        string            `json:"signature_zh"`
 	Regex              string            `json:"regex"`

@@ -103,7 +103,7 @@ type fieldSpec struct {
 // entryFields lists the top-level fields of the gpudx format. Everything
 // the seed entry has is required; dead_ends_zh (new) is checked by length.
 var entryFields = []fieldSpec{
-	{"id", kString, true}, {"signature", kString, true}, {"signature_zh", kString, true},
+	{"id", kString, true}, {"title", kString, true}, {"title_zh", kString, true}, {"signature", kString, true}, {"signature_zh", kString, true},
 	{"regex", kString, true}, {"aliases", kStrings, true}, {"domain", kString, true},
 	{"category", kString, true}, {"subcategory", kStringOrNull, true},
 	{"error_code", kStringOrNull, true}, {"root_cause", kString, true},
@@ -408,7 +408,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	if e.EvidenceCount < 0 {
 		add("evidence_count", "negative")
 	}
-	for name, v := range map[string]string{"signature": e.Signature, "signature_zh": e.SignatureZh,
+	for name, v := range map[string]string{"title": e.Title, "title_zh": e.TitleZh, "signature": e.Signature, "signature_zh": e.SignatureZh,
 		"root_cause": e.RootCause, "root_cause_zh": e.RootCauseZh} {
 		if strings.TrimSpace(v) == "" {
 			add(name, "empty")

@@ -1,6 +1,7 @@
 package kb
 
 import (
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +137,7 @@ func TestLintSeed(t *testing.T) {
 	p := "../../shared/seeds/000_2b8f776f5c20f714.txt"
 	data, err := os.ReadFile(p)
 	if err != nil {
-		t.Skipf("seed not beside the repository: %v", err)
+		sharedtest.Missing(t, "seeds")
 	}
 	e, err := Parse(p, data)
 	if err != nil || e.ID != "cuda/cublas-alloc-failed-cublaslt" || len(e.DeadEnds) != 3 {
@@ -144,6 +145,8 @@ func TestLintSeed(t *testing.T) {
 	}
 	got := problemStrings((&Linter{}).Lint([]File{{Path: "seed.txt", Data: data}}))
 	want := []string{
+		"seed.txt: title: missing",
+		"seed.txt: title_zh: missing",
 		"seed.txt: examples: missing",
 		"seed.txt: dead_ends[0].action: empty: say what people try",
 		"seed.txt: dead_ends[0].sources: none: every dead end and workaround needs a source",

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -151,7 +152,7 @@ func sitesOf(ss []Site) []siteFig {
 
 func TestFixtures(t *testing.T) {
 	if _, err := os.Stat(fixtureDir); err != nil {
-		t.Skip("no fixtures:", err)
+		sharedtest.Missing(t, "fixtures/snapshots")
 	}
 	for _, c := range fixtureCases {
 		t.Run(c.file, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -16,7 +17,7 @@ const realDir = "../../shared/fixtures/snapshots"
 func realFile(t testing.TB, name string) string {
 	p := filepath.Join(realDir, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("real fixtures not present (%v)", err)
+		sharedtest.Missing(t, "fixtures/snapshots/"+name)
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"flag"
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,21 +51,33 @@ func golden(t *testing.T, name, got string) {
 }
 
 // TestDiagnoseGolden pins the JSON contract (docs/json-output.md) and the
-// human outputs on the bundled examples.
+// human outputs on the bundled examples: text at the 100 columns used when
+// the output is not a terminal, and at 80.
 func TestDiagnoseGolden(t *testing.T) {
-	for _, tt := range []struct{ name, format, lang, file string }{
-		{"ddp-oom.json", "json", "en", "ddp-oom.log"},
-		{"device-assert.json", "json", "en", "device-assert.log"},
-		{"xid79-dmesg.json", "json", "en", "xid79-dmesg.log"},
-		{"clean-training.json", "json", "en", "clean-training.log"},
-		{"ddp-oom.txt", "text", "en", "ddp-oom.log"},
-		{"ddp-oom.zh.txt", "text", "zh", "ddp-oom.log"},
-		{"device-assert.md", "markdown", "en", "device-assert.log"},
-		{"xid79-dmesg.zh.txt", "text", "zh", "xid79-dmesg.log"},
-		{"xid79-dmesg.md", "markdown", "en", "xid79-dmesg.log"},
+	for _, tt := range []struct {
+		name, format, lang, file string
+		width                    string
+	}{
+		{"ddp-oom.80.txt", "text", "en", "ddp-oom.log", "80"},
+		{"ddp-oom.zh.80.txt", "text", "zh", "ddp-oom.log", "80"},
+		{"xid79-dmesg.80.txt", "text", "en", "xid79-dmesg.log", "80"},
+		{"ddp-oom.zh.md", "markdown", "zh", "ddp-oom.log", ""},
+		{"ddp-oom.json", "json", "en", "ddp-oom.log", ""},
+		{"device-assert.json", "json", "en", "device-assert.log", ""},
+		{"xid79-dmesg.json", "json", "en", "xid79-dmesg.log", ""},
+		{"clean-training.json", "json", "en", "clean-training.log", ""},
+		{"ddp-oom.txt", "text", "en", "ddp-oom.log", ""},
+		{"ddp-oom.zh.txt", "text", "zh", "ddp-oom.log", ""},
+		{"device-assert.md", "markdown", "en", "device-assert.log", ""},
+		{"xid79-dmesg.zh.txt", "text", "zh", "xid79-dmesg.log", ""},
+		{"xid79-dmesg.md", "markdown", "en", "xid79-dmesg.log", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := run(t, "", nil, "diagnose", "--format", tt.format, "--lang", tt.lang, "../../examples/"+tt.file)
+			args := []string{"diagnose", "--format", tt.format, "--lang", tt.lang, "../../examples/" + tt.file}
+			if tt.width != "" {
+				args = append(args, "--width", tt.width)
+			}
+			r := run(t, "", nil, args...)
 			if r.code != 0 || r.err != "" {
 				t.Fatalf("exit %d, stderr %q", r.code, r.err)
 			}
@@ -202,7 +215,7 @@ func TestColour(t *testing.T) {
 func TestSeedOverridesAndIsReported(t *testing.T) {
 	seed := "../../../shared/seeds/000_2b8f776f5c20f714.txt"
 	if _, err := os.Stat(seed); err != nil {
-		t.Skip("shared/ not beside the repository")
+		sharedtest.Missing(t, "seeds")
 	}
 	// The seed's regex lacks the backtick PyTorch prints before the call,
 	// so only its own signature form matches it.
@@ -227,7 +240,7 @@ func TestSeedOverridesAndIsReported(t *testing.T) {
 func TestDeadendsCorpus(t *testing.T) {
 	corpus := "../../../shared/fixtures/deadends/canons"
 	if _, err := os.Stat(corpus); err != nil {
-		t.Skip("shared/ not beside the repository")
+		sharedtest.Missing(t, "fixtures/deadends/canons")
 	}
 	r := run(t, "", nil, "kb", "lint", corpus)
 	lines := strings.Count(r.out, "\n")
@@ -367,7 +380,7 @@ func TestDiagnoseReasons(t *testing.T) {
 }
 
 func TestExplainAndEnvCommand(t *testing.T) {
-	r := run(t, "", nil, "diagnose", "--explain", "../../examples/ddp-oom.log")
+	r := run(t, "", nil, "diagnose", "--explain", "--width", "0", "../../examples/ddp-oom.log")
 	if !strings.Contains(r.out, "Why ranked here:\n    - after pytorch/cuda-out-of-memory: the knowledge base says pytorch/cuda-out-of-memory leads to nccl/watchdog-timeout") {
 		t.Errorf("--explain output:\n%s", r.out)
 	}

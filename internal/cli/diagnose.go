@@ -19,6 +19,8 @@ type diagnoseOpts struct {
 	binary, exitCode    bool
 	explain, liveEnv    bool
 	db                  string
+	width               int
+	all                 bool
 }
 
 func newDiagnoseCmd(env *IO) *cobra.Command {
@@ -80,6 +82,8 @@ input.`,
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
 	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
+	f.IntVar(&o.width, "width", -1, "wrap text output to `N` columns (log lines and commands are cut, not wrapped); 0 leaves lines whole; default: the terminal's width, or 100 when not a terminal")
+	f.BoolVar(&o.all, "all", false, "also list the dead ends and workarounds whose condition does not hold for this log (text and markdown; JSON always has them, with \"applies\": false)")
 	f.StringVar(&o.db, "db", "", "blend the outcomes reported to this database (a SQLite `PATH` or a postgres:// URL; see gpudx report) into the rates; by default the file gpudx report writes, when it exists")
 	return cmd
 }
@@ -149,7 +153,12 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	if err := addOutcomes(rep); err != nil {
 		return err
 	}
-	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain}
+	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain, Width: textWidth(env, o.width), All: o.all}
+	if failed != nil && len(rep.Diagnoses) == 0 && o.format != "json" {
+		// The error is on stderr; "no known error found" would read as a
+		// verdict on input that was not read.
+		return silentExit(ExitUsage)
+	}
 	switch o.format {
 	case "json":
 		err = render.JSON(env.Out, rep)

@@ -107,7 +107,11 @@ With --file, the same is read from captured output of those tools, as
 			if format == "json" {
 				return render.WriteJSON(io.Out, e)
 			}
-			_, err := fmt.Fprint(io.Out, envText(e))
+			text := envText(e)
+			if len(files) == 0 {
+				text += notFound(e)
+			}
+			_, err := fmt.Fprint(io.Out, text)
 			return err
 		},
 	}
@@ -161,4 +165,26 @@ func envText(e env.Environment) string {
 		row(k, e.Packages[k], "packages."+k)
 	}
 	return b.String()
+}
+
+// notFound says, for a live look at this machine, what was looked for and
+// not found, so that a short list does not read as a complete one.
+func notFound(e env.Environment) string {
+	var miss []string
+	if e.Driver == "" {
+		miss = append(miss, "NVIDIA driver (/proc/driver/nvidia/version, nvidia-smi)")
+	}
+	if len(e.GPUs) == 0 {
+		miss = append(miss, "GPUs (nvidia-smi)")
+	}
+	if e.CUDA == "" {
+		miss = append(miss, "CUDA toolkit (nvcc)")
+	}
+	if e.Torch == "" {
+		miss = append(miss, "PyTorch (python3 -c 'import torch')")
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	return "Not found here: " + strings.Join(miss, "; ") + ".\n"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,7 +217,7 @@ func TestMemErrors(t *testing.T) {
 func TestMemRealSnapshots(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(realSnaps, "*.p*"))
 	if len(files) == 0 {
-		t.Skipf("no real snapshots in %s", realSnaps)
+		sharedtest.Missing(t, "fixtures/snapshots")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -33,7 +33,10 @@ func newReportCmd(env *IO) *cobra.Command {
 The rates gpudx shows blend each item's curated rate, counted as 10 reports,
 with the reports recorded here: "works 60% → 67% with 2 reports" (both worked).
 
-N is the number gpudx diagnose and gpudx kb show print before the item; with
+N is the item's number in its entry: the number gpudx kb show ENTRY_ID and
+gpudx report ENTRY_ID print before it, and "item" in JSON output. gpudx
+diagnose numbers the items 1, 2, 3 in the order it shows them for this log,
+and adds "[item N]" where the entry's number differs. With
 no --workaround or --dead-end, gpudx report ENTRY_ID lists the entry's items
 with their numbers and current rates.
 
@@ -70,8 +73,8 @@ entry or item, bad flags, or a database that cannot be used.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.workaround, "workaround", 0, "the workaround `N` (as numbered in gpudx diagnose, from 1)")
-	f.IntVar(&o.deadEnd, "dead-end", 0, "the dead end `N` (as numbered in gpudx diagnose, from 1)")
+	f.IntVar(&o.workaround, "workaround", 0, "the workaround's number `N` in its entry (gpudx kb show; [item N] in gpudx diagnose), from 1")
+	f.IntVar(&o.deadEnd, "dead-end", 0, "the dead end's number `N` in its entry (gpudx kb show; [item N] in gpudx diagnose), from 1")
 	f.BoolVar(&o.worked, "worked", false, "it fixed the error")
 	f.BoolVar(&o.failed, "failed", false, "it did not fix the error")
 	f.StringVar(&o.note, "note", "", "a short `TEXT` kept with the report (versions, hardware, what else you did)")

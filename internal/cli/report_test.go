@@ -204,7 +204,7 @@ func TestReportDefaultDB(t *testing.T) {
 		}
 	}
 	// (6 + 2) / 13 = 62%.
-	r = run(t, "", env, "diagnose", "../../examples/ddp-oom.log")
+	r = run(t, "", env, "diagnose", "--width", "0", "../../examples/ddp-oom.log")
 	want := "    1. Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works 60% → 62% with 3 reports)\n"
 	if r.code != 0 || !strings.Contains(r.out, want) {
 		t.Errorf("diagnose with the default database: exit %d %s\n%s", r.code, r.err, r.out)
@@ -249,17 +249,17 @@ func TestDiagnoseDB(t *testing.T) {
 	}{
 		// Workaround 3: (7.5 + 2) / 12 = 79%. Dead end 1: (8.5 + 2) / 13 = 81%.
 		{"text", []string{
-			"    3. Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports)\n",
-			"    ✗ 1. Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 85% → 81% with 3 reports)\n",
-			"    4. Stop keeping autograd history and dead tensors alive across iterations (works 35%)\n",
+			"    2. Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports) [item 3]\n",
+			"    ✗ 2. Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 85% → 81% with 3 reports) [item 1]\n",
+			"    3. Stop keeping autograd history and dead tensors alive across iterations (works 35%) [item 4]\n",
 		}},
 		{"markdown", []string{
-			"- **3.** Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports) [1](",
-			"- ✗ **1.** Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch — ",
-			" (fails 85% → 81% with 3 reports) [1](",
+			"- **2.** Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports) [item 3] [1](",
+			"- ✗ **2.** Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch — ",
+			" (fails 85% → 81% with 3 reports) [item 1] [1](",
 		}},
 	} {
-		r := run(t, "", nil, "diagnose", "--db", db, "-f", tt.format, "../../examples/ddp-oom.log")
+		r := run(t, "", nil, "diagnose", "--db", db, "-f", tt.format, "--width", "0", "../../examples/ddp-oom.log")
 		if r.code != 0 || r.err != "" {
 			t.Fatalf("%s: exit %d %s", tt.format, r.code, r.err)
 		}
@@ -269,8 +269,8 @@ func TestDiagnoseDB(t *testing.T) {
 			}
 		}
 	}
-	r := run(t, "", nil, "diagnose", "--db", db, "--lang", "zh", "../../examples/ddp-oom.log")
-	if want := "（返回 block(x)，反向时重算）；评估放在 torch.no_grad() 中。 (成功率 75% → 79%，计入 2 份反馈)\n"; !strings.Contains(r.out, want) {
+	r := run(t, "", nil, "diagnose", "--db", db, "--lang", "zh", "--width", "0", "../../examples/ddp-oom.log")
+	if want := "（返回 block(x)，反向时重算）；评估放在 torch.no_grad() 中。 (成功率 75% → 79%，计入 2 份反馈) [条目第 3 项]\n"; !strings.Contains(r.out, want) {
 		t.Errorf("Chinese output lacks %q:\n%s", want, r.out)
 	}
 	r = run(t, "", nil, "diagnose", "--db", db, "-f", "json", "../../examples/ddp-oom.log")

@@ -173,3 +173,17 @@ func newVersionCmd(io *IO) *cobra.Command {
 		},
 	}
 }
+
+// textWidth is the width text output wraps to: the flag's when given (0:
+// no wrapping), else the terminal's, else 100 columns.
+func textWidth(env *IO, flag int) int {
+	if flag >= 0 {
+		return flag
+	}
+	if f, ok := env.Out.(*os.File); ok && env.Terminal(f) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			return w
+		}
+	}
+	return 100
+}

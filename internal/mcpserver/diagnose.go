@@ -98,7 +98,9 @@ type Applicability struct {
 
 // DeadEnd is an action that does not fix the error.
 type DeadEnd struct {
-	Index    int      `json:"index" jsonschema:"position in the entry, from 0: report_outcome's index with kind dead_end"`
+	N        int      `json:"n" jsonschema:"its number in this answer's list, from 1, in the order shown"`
+	Item     int      `json:"item" jsonschema:"its number in the entry, from 1: report_outcome's item with kind dead_end"`
+	Index    int      `json:"index" jsonschema:"the entry position counted from 0 (item - 1)"`
 	Action   string   `json:"action"`
 	WhyFails string   `json:"why_fails"`
 	FailRate float64  `json:"fail_rate" jsonschema:"how often it fails, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
@@ -109,7 +111,9 @@ type DeadEnd struct {
 
 // Workaround is an action that fixes or avoids the error.
 type Workaround struct {
-	Index       int      `json:"index" jsonschema:"position in the entry, from 0: report_outcome's index with kind workaround"`
+	N           int      `json:"n" jsonschema:"its number in this answer's list, from 1, in the order shown"`
+	Item        int      `json:"item" jsonschema:"its number in the entry, from 1: report_outcome's item with kind workaround"`
+	Index       int      `json:"index" jsonschema:"the entry position counted from 0 (item - 1)"`
 	Action      string   `json:"action"`
 	How         string   `json:"how" jsonschema:"the command or code to run"`
 	SuccessRate float64  `json:"success_rate" jsonschema:"how often it works, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
@@ -133,7 +137,7 @@ func (h *handlers) addDiagnose(s *mcp.Server) {
 		Title: "Diagnose a GPU job's log",
 		Description: `Find the known GPU errors in a failed job's output (CUDA errors, out-of-memory, NCCL timeouts and errors, Xid events, cuDNN/cuBLAS failures) and say what really went wrong.
 Returns the root cause first (errors that only follow from it come after), which rank of a distributed job failed first, the out-of-memory arithmetic when there is one, dead ends (actions that usually do not help: do not try them first) and workarounds with success rates, each marked with whether its condition holds for this log.
-Give the log text in "log", or, when gpudx runs locally (stdio), a file in "path". Indexes in the answer are what report_outcome takes.`,
+Give the log text in "log", or, when gpudx runs locally (stdio), a file in "path". Items are numbered from 1 in the order shown ("n"); "item" is an item's number in its entry, which report_outcome takes.`,
 		Annotations: readOnly(),
 		InputSchema: h.fileSchema(inputSchema[DiagnoseIn]()),
 	}, h.diagnose)
@@ -227,15 +231,15 @@ func diagnosisOut(d *diagnose.Diagnosis) Diagnosis {
 			o.Memory.Advice = append(o.Memory.Advice, a.Text)
 		}
 	}
-	for _, x := range d.DeadEnds {
+	for i, x := range d.DeadEnds {
 		rate := rateOf(x.FailRate, x.Observed)
-		o.DeadEnds = append(o.DeadEnds, DeadEnd{Index: x.Index, Action: x.Action, WhyFails: x.WhyFails,
+		o.DeadEnds = append(o.DeadEnds, DeadEnd{N: i + 1, Item: x.Index + 1, Index: x.Index, Action: x.Action, WhyFails: x.WhyFails,
 			FailRate: shown(x.FailRate, x.Observed), Rate: rate, Sources: nonNil(x.Sources),
 			Applicability: condOf(x.Condition, x.Applicability)})
 	}
-	for _, w := range d.Workarounds {
+	for i, w := range d.Workarounds {
 		rate := rateOf(w.SuccessRate, w.Observed)
-		o.Workarounds = append(o.Workarounds, Workaround{Index: w.Index, Action: w.Action, How: w.How,
+		o.Workarounds = append(o.Workarounds, Workaround{N: i + 1, Item: w.Index + 1, Index: w.Index, Action: w.Action, How: w.How,
 			SuccessRate: shown(w.SuccessRate, w.Observed), Rate: rate, Sources: nonNil(w.Sources),
 			Applicability: condOf(w.Condition, w.Applicability)})
 	}
@@ -312,7 +316,7 @@ func diagnoseText(v *view.Report) string {
 			b.WriteString("\n")
 		}
 	}
-	b.WriteString("\nAfter trying an item, call report_outcome with its entry id, kind (dead_end or workaround) and index.\n")
+	b.WriteString("\nAfter trying an item, call report_outcome with its entry id, kind (dead_end or workaround) and item (the number in brackets).\n")
 	return b.String()
 }
 
@@ -330,7 +334,7 @@ func writeItems(b *strings.Builder, d *view.Diagnosis) {
 			b.WriteString("  Do not try first (usually fails):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✗ dead_end %d: %s (%s%s)%s\n", x.Index, x.Text, x.Rate, x.Observed, unknownNote(x))
+		fmt.Fprintf(b, "  ✗ %d. %s (%s%s)%s [dead_end item %d]\n", x.N, x.Text, x.Rate, x.Observed, unknownNote(x), x.Index+1)
 		if x.Why != "" {
 			fmt.Fprintf(b, "    why: %s\n", x.Why)
 		}
@@ -345,7 +349,7 @@ func writeItems(b *strings.Builder, d *view.Diagnosis) {
 			b.WriteString("  Try (best first):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✓ workaround %d: %s (%s%s)%s\n    how: %s\n", w.Index, w.Text, w.Rate, w.Observed, unknownNote(w), w.How)
+		fmt.Fprintf(b, "  ✓ %d. %s (%s%s)%s [workaround item %d]\n    how: %s\n", w.N, w.Text, w.Rate, w.Observed, unknownNote(w), w.Index+1, w.How)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(b, "  (%d more item(s) of %s do not apply to this log: their condition fails; see the structured result)\n", skipped, d.ID)

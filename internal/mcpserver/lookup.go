@@ -40,7 +40,8 @@ type Match struct {
 
 // EntryItem is a dead end or workaround of an entry with its blended rate.
 type EntryItem struct {
-	Index     int      `json:"index" jsonschema:"position in the entry, from 0 (report_outcome's index)"`
+	Item      int      `json:"item" jsonschema:"the item's number in its entry, from 1: report_outcome's item (gpudx report's N)"`
+	Index     int      `json:"index" jsonschema:"the same position counted from 0 (item - 1)"`
 	Action    string   `json:"action"`
 	Detail    string   `json:"detail" jsonschema:"for a dead end why it fails, for a workaround how to do it"`
 	Rate      float64  `json:"rate" jsonschema:"fail rate of a dead end or success rate of a workaround, 0 to 1, blended with reported outcomes"`
@@ -139,7 +140,7 @@ func rateAt(rs []outcome.Rate, i int, curated float64) outcome.Rate {
 }
 
 func item(i int, action, detail, cond string, sources []string, r outcome.Rate) EntryItem {
-	return EntryItem{Index: i, Action: action, Detail: detail, Rate: r.Blended, Curated: r.Curated,
+	return EntryItem{Item: i + 1, Index: i, Action: action, Detail: detail, Rate: r.Blended, Curated: r.Curated,
 		Reports: r.Reports, Worked: r.Worked, Failed: r.Failed, Condition: cond, Sources: sources}
 }
 
@@ -190,13 +191,13 @@ func writeEntryItems(b *strings.Builder, des, ws []EntryItem) {
 	if len(des) > 0 {
 		b.WriteString("  Do not try first (usually fails):\n")
 		for _, x := range des {
-			fmt.Fprintf(b, "  ✗ dead_end %d: %s (fails %s%s)%s\n", x.Index, x.Action, pct(x.Rate), itemReports(x), when(x.Condition))
+			fmt.Fprintf(b, "  ✗ dead_end item %d: %s (fails %s%s)%s\n", x.Item, x.Action, pct(x.Rate), itemReports(x), when(x.Condition))
 		}
 	}
 	if len(ws) > 0 {
 		b.WriteString("  Try:\n")
 		for _, w := range ws {
-			fmt.Fprintf(b, "  ✓ workaround %d: %s (works %s%s)%s\n    how: %s\n", w.Index, w.Action, pct(w.Rate), itemReports(w), when(w.Condition), w.Detail)
+			fmt.Fprintf(b, "  ✓ workaround item %d: %s (works %s%s)%s\n    how: %s\n", w.Item, w.Action, pct(w.Rate), itemReports(w), when(w.Condition), w.Detail)
 		}
 	}
 }

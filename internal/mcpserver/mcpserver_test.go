@@ -156,11 +156,12 @@ func checkDDPOOM(t *testing.T, out *DiagnoseOut, text string) {
 	// The text: root cause, then what not to try, then what to try; items
 	// whose condition fails are left out.
 	before(t, text, "Root cause: pytorch/cuda-out-of-memory (line 21, ranks 2)", "Do not try first")
-	before(t, text, "Do not try first (usually fails):\n  ✗ dead_end 3:", "  ✗ dead_end 0: Call torch.cuda.empty_cache()")
-	before(t, text, "  ✗ dead_end 0:", "Try (best first):\n  ✓ workaround 0: Enable expandable segments")
-	before(t, text, "  ✓ workaround 2:", "  ✓ workaround 3:")
+	before(t, text, "Do not try first (usually fails):\n  ✗ 1. Switch to the new variable name", "  ✗ 2. Call torch.cuda.empty_cache()")
+	before(t, text, "[dead_end item 4]", "[dead_end item 1]")
+	before(t, text, "[dead_end item 1]", "Try (best first):\n  ✓ 1. Enable expandable segments")
+	before(t, text, "[workaround item 3]", "  ✓ 3. Stop keeping autograd history")
 	before(t, text, "(3 more item(s) of pytorch/cuda-out-of-memory do not apply", "- nccl/watchdog-timeout (line 22–24, ×3, ranks 0, 1, 3), caused by pytorch/cuda-out-of-memory")
-	for _, absent := range []string{"dead_end 2:", "dead_end 1:", "workaround 1:"} {
+	for _, absent := range []string{"dead_end item 3]", "dead_end item 2]", "workaround item 2]"} {
 		if strings.Contains(text, absent) {
 			t.Errorf("text lists %q, whose condition fails", absent)
 		}
@@ -245,15 +246,16 @@ func checkLookup(t *testing.T, cs *mcp.ClientSession) {
 	}
 }
 
-// checkReport reports that workaround 0 of the out-of-memory entry failed,
-// twice with one request id, and reads the entry back.
+// checkReport reports that workaround 1 of the out-of-memory entry failed,
+// twice with one request id (by its index from 0, as earlier answers gave
+// it), reports dead end 1 by its item number, and reads the entry back.
 func checkReport(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	args := map[string]any{"entry_id": "pytorch/cuda-out-of-memory", "kind": "workaround", "index": 0, "worked": false, "request_id": "req-1", "note": "2.3.1"}
 	for i, dup := range []bool{false, true} {
 		var out ReportOut
 		text := call(t, cs, "report_outcome", args, &out)
-		want := ReportOut{Stored: !dup, Duplicate: dup, EntryID: "pytorch/cuda-out-of-memory", Kind: "workaround", Index: 0,
+		want := ReportOut{Stored: !dup, Duplicate: dup, EntryID: "pytorch/cuda-out-of-memory", Kind: "workaround", Item: 1, Index: 0,
 			Action: "Enable expandable segments when 'reserved by PyTorch but unallocated' is large",
 			Rate:   6.0 / 11, Curated: 0.6, Reports: 1, Worked: 0, Failed: 1}
 		if out != want {
@@ -264,7 +266,7 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	var dead ReportOut
-	call(t, cs, "report_outcome", map[string]any{"entry_id": "pytorch/cuda-out-of-memory", "kind": "dead_end", "index": 0, "worked": false}, &dead)
+	call(t, cs, "report_outcome", map[string]any{"entry_id": "pytorch/cuda-out-of-memory", "kind": "dead_end", "item": 1, "worked": false}, &dead)
 	if dead.Rate != (0.85*10+1)/11 || dead.Reports != 1 || dead.Failed != 1 {
 		t.Errorf("dead end report %+v", dead)
 	}
@@ -280,10 +282,10 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 	if w := e.Workarounds[1]; w.Rate != 0.7 || w.Reports != 0 {
 		t.Errorf("workaround 1 %+v", w)
 	}
-	if !strings.Contains(text, "✓ workaround 0: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works 55%; 1 report(s), curated 60%)") {
+	if !strings.Contains(text, "✓ workaround item 1: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works 55%; 1 report(s), curated 60%)") {
 		t.Errorf("get_entry text:\n%s", text)
 	}
-	before(t, text, "✗ dead_end 0: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 86%; 1 report(s), curated 85%)", "Try:")
+	before(t, text, "✗ dead_end item 1: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 86%; 1 report(s), curated 85%)", "Try:")
 
 	// A diagnosis blends the report in too.
 	var d DiagnoseOut

@@ -15,7 +15,8 @@ import (
 type ReportIn struct {
 	EntryID   string `json:"entry_id" jsonschema:"the entry id, as diagnose_log or lookup_error gave it (e.g. pytorch/cuda-out-of-memory)"`
 	Kind      string `json:"kind" jsonschema:"workaround or dead_end: which list the item is in"`
-	Index     int    `json:"index" jsonschema:"the item's index from the answer, counted from 0 (not its position in a printed list)"`
+	Item      int    `json:"item,omitempty" jsonschema:"the item's number in its entry, from 1, as the answer's item field and [... item N] give it (not its position in a printed list)"`
+	Index     *int   `json:"index,omitempty" jsonschema:"instead of item: the same number counted from 0 (item - 1), as earlier answers gave it"`
 	Worked    bool   `json:"worked" jsonschema:"true when the action fixed the error, false when it did not"`
 	Note      string `json:"note,omitempty" jsonschema:"optional: what you saw (versions, what else you changed), at most 2000 bytes; stored, not shown"`
 	RequestID string `json:"request_id,omitempty" jsonschema:"optional: a unique id for this report (a UUID); sending the same report again with it is not counted twice"`
@@ -27,7 +28,8 @@ type ReportOut struct {
 	Duplicate bool    `json:"duplicate" jsonschema:"true when a report with this request_id was already stored (nothing counted twice)"`
 	EntryID   string  `json:"entry_id"`
 	Kind      string  `json:"kind"`
-	Index     int     `json:"index"`
+	Item      int     `json:"item" jsonschema:"the item's number in its entry, from 1"`
+	Index     int     `json:"index" jsonschema:"item - 1"`
 	Action    string  `json:"action" jsonschema:"the item the report is about"`
 	Rate      float64 `json:"rate" jsonschema:"the item's new blended rate (success rate of a workaround, fail rate of a dead end), 0 to 1"`
 	Curated   float64 `json:"curated_rate"`
@@ -44,19 +46,26 @@ func (h *handlers) addReport(s *mcp.Server) {
 		InputSchema: schema,
 		Name:        "report_outcome",
 		Title:       "Report whether a fix worked",
-		Description: `Record whether a workaround or dead end from a gpudx answer held when you tried it: entry_id, kind (workaround or dead_end) and index exactly as diagnose_log, lookup_error or get_entry gave them, and worked (true: the action fixed the error). The shown rates blend the curated rate with these reports, so report what you tried, whether it worked or not.
+		Description: `Record whether a workaround or dead end from a gpudx answer held when you tried it: entry_id, kind (workaround or dead_end) and item (the item's number in its entry, from 1) exactly as diagnose_log, lookup_error or get_entry gave them, and worked (true: the action fixed the error). The shown rates blend the curated rate with these reports, so report what you tried, whether it worked or not.
 Give a request_id to make a retry safe. Fails when the server runs without an outcome database.`,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &f, OpenWorldHint: &f},
 	}, h.report)
 }
 
 func (h *handlers) report(ctx context.Context, in ReportIn) (*ReportOut, string, error) {
+	idx := in.Item - 1
 	switch {
 	case strings.TrimSpace(in.EntryID) == "":
 		return nil, "", errors.New("entry_id is empty: give the entry id from the answer, e.g. pytorch/cuda-out-of-memory")
+	case in.Index != nil && in.Item != 0 && *in.Index != in.Item-1:
+		return nil, "", fmt.Errorf("item %d and index %d name different items (index counts from 0): give item alone", in.Item, *in.Index)
+	case in.Index != nil:
+		idx = *in.Index
+	case in.Item < 1:
+		return nil, "", errors.New("give item: the item's number in its entry, from 1, as the answer's item field gives it")
 	}
 	rep := outcome.Report{RequestID: in.RequestID, EntryID: strings.TrimSpace(in.EntryID), Kind: outcome.Kind(in.Kind),
-		Index: in.Index, Worked: in.Worked, Note: in.Note}
+		Index: idx, Worked: in.Worked, Note: in.Note}
 	dup, err := h.svc.Record(ctx, rep)
 	switch {
 	case errors.Is(err, service.ErrNoStore):
@@ -75,7 +84,7 @@ func (h *handlers) report(ctx context.Context, in ReportIn) (*ReportOut, string,
 	if rep.Kind == outcome.DeadEnd {
 		r, action = rates.DeadEnds[rep.Index], e.DeadEnds[rep.Index].Action
 	}
-	out := &ReportOut{Stored: !dup, Duplicate: dup, EntryID: e.ID, Kind: string(rep.Kind), Index: rep.Index,
+	out := &ReportOut{Stored: !dup, Duplicate: dup, EntryID: e.ID, Kind: string(rep.Kind), Item: rep.Index + 1, Index: rep.Index,
 		Action: action, Rate: r.Blended, Curated: r.Curated, Reports: r.Reports, Worked: r.Worked, Failed: r.Failed}
 	what := "success rate"
 	if rep.Kind == outcome.DeadEnd {
@@ -85,7 +94,7 @@ func (h *handlers) report(ctx context.Context, in ReportIn) (*ReportOut, string,
 	if dup {
 		head = "Already stored with this request_id; not counted again."
 	}
-	text := fmt.Sprintf("%s %s %s %d (%s): %s now %s from %d report(s) (%d worked, %d failed) and the curated %s.\n",
-		head, e.ID, rep.Kind, rep.Index, action, what, pct(r.Blended), r.Reports, r.Worked, r.Failed, pct(r.Curated))
+	text := fmt.Sprintf("%s %s %s item %d (%s): %s now %s from %d report(s) (%d worked, %d failed) and the curated %s.\n",
+		head, e.ID, rep.Kind, rep.Index+1, action, what, pct(r.Blended), r.Reports, r.Worked, r.Failed, pct(r.Curated))
 	return out, text, nil
 }

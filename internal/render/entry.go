@@ -11,14 +11,18 @@ import (
 )
 
 // EntryText writes one knowledge-base entry in full for a terminal.
-func EntryText(w io.Writer, e *kb.Entry, o Options) error {
+func EntryText(out io.Writer, e *kb.Entry, o Options) error {
 	l := o.lang()
-	p := painter{o.Color}
-	var b strings.Builder
-	sig, rc := view.Pick(l, e.Signature, e.SignatureZh), view.Pick(l, e.RootCause, e.RootCauseZh)
-	fmt.Fprintf(&b, "%s  %s\n", p.bold(e.ID), p.dim(strings.Join(nonEmpty(e.Domain, e.Category, e.ErrorCode), " · ")))
-	fmt.Fprintf(&b, "  %s\n", p.bold(sig))
-	fmt.Fprintf(&b, "\n  %s\n%s\n", p.bold(view.T(l, "what")), indent(rc, "    "))
+	w := &tw{l: l, p: painter{o.Color}, width: o.Width, all: true}
+	p := w.p
+	rc := view.Pick(l, e.RootCause, e.RootCauseZh)
+	fmt.Fprintf(&w.b, "%s  %s\n", p.bold(e.ID), p.dim(strings.Join(nonEmpty(e.Domain, e.Category, e.ErrorCode), " · ")))
+	if t := view.Pick(l, e.Title, e.TitleZh); t != "" {
+		w.prose(t, "  ", "  ", p.bold)
+	}
+	w.verbatim("  ", view.Pick(l, e.Signature, e.SignatureZh), plain)
+	fmt.Fprintf(&w.b, "\n  %s\n", p.bold(view.T(l, "what")))
+	w.prose(rc, "    ", "    ", plain)
 	dead, work := diagnose.Items(e)
 	var dv, wv []view.Item
 	for _, x := range dead {
@@ -27,18 +31,19 @@ func EntryText(w io.Writer, e *kb.Entry, o Options) error {
 	for _, x := range work {
 		wv = append(wv, view.Workaround(x, l))
 	}
-	writeDeadEnds(&b, dv, -1, l, p)
-	writeWorkarounds(&b, wv, -1, l, p)
+	w.deadEnds(dv, -1)
+	w.workarounds(wv, -1)
+	b := &w.b
 	if g := e.TransitionGraph; len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0 {
 		b.WriteString("\n")
 		if len(g.LeadsTo) > 0 {
-			fmt.Fprintf(&b, "  leads to: %s\n", strings.Join(g.LeadsTo, ", "))
+			fmt.Fprintf(b, "  leads to: %s\n", strings.Join(g.LeadsTo, ", "))
 		}
 		if len(g.PrecededBy) > 0 {
-			fmt.Fprintf(&b, "  preceded by: %s\n", strings.Join(g.PrecededBy, ", "))
+			fmt.Fprintf(b, "  preceded by: %s\n", strings.Join(g.PrecededBy, ", "))
 		}
 		for _, c := range g.FrequentlyConfusedWith {
-			fmt.Fprintf(&b, "  not to confuse with %s: %s\n", c.ErrorID, c.Distinction)
+			fmt.Fprintf(b, "  not to confuse with %s: %s\n", c.ErrorID, c.Distinction)
 		}
 	}
 	if len(e.Versions) > 0 {
@@ -46,15 +51,15 @@ func EntryText(w io.Writer, e *kb.Entry, o Options) error {
 		for _, v := range e.Versions {
 			vs = append(vs, v.Version+" ("+v.Status+")")
 		}
-		fmt.Fprintf(&b, "\n  versions: %s\n", strings.Join(vs, ", "))
+		fmt.Fprintf(b, "\n  versions: %s\n", strings.Join(vs, ", "))
 	}
-	fmt.Fprintf(&b, "\n  regex: %s\n", e.Regex)
+	fmt.Fprintf(b, "\n  regex: %s\n", e.Regex)
 	tail := view.T(l, "tier", e.VerificationTier, e.Confidence)
 	if e.OfficialDocURL != "" {
 		tail += " · " + view.T(l, "doc") + ": " + e.OfficialDocURL
 	}
-	fmt.Fprintf(&b, "  %s\n  %s\n", p.dim(tail), p.dim("from "+e.Origin))
-	_, err := io.WriteString(w, b.String())
+	fmt.Fprintf(b, "  %s\n  %s\n", p.dim(tail), p.dim("from "+e.Origin))
+	_, err := io.WriteString(out, b.String())
 	return err
 }
 

@@ -41,7 +41,7 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 			head = view.T(l, "also")
 		}
 		fmt.Fprintf(&b, "\n### %s: `%s`\n\n", head, d.ID)
-		fmt.Fprintf(&b, "**%s** — %s\n\n", mdEscape(d.Signature), d.Where(l, "  "))
+		fmt.Fprintf(&b, "**%s** — %s\n\n", mdEscape(d.Title), d.Where(l, "  "))
 		if d.Kind != "root" {
 			if len(d.Evidence) > 0 {
 				fmt.Fprintf(&b, "```\n%d: %s\n```\n", d.Evidence[0].Line, d.Evidence[0].Text)
@@ -79,28 +79,29 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 			}
 			b.WriteString("\n")
 		}
-		if len(d.DeadEnds) > 0 {
+		if items, hidden := shownItems(d.DeadEnds, o.All); len(items)+hidden > 0 {
 			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "dead"))
-			for _, x := range d.DeadEnds {
+			for _, x := range items {
 				text := x.Text
 				if x.Why != "" {
 					text += " — " + x.Why
 				}
-				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s\n", x.N, mdEscape(text), x.Rate, x.Observed, mdSources(x.Sources), mdNotApply(x, l))
+				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s%s\n", x.N, mdEscape(text), x.Rate, x.Observed, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
 			}
+			mdHidden(&b, hidden, l)
 			b.WriteString("\n")
 		}
-		if len(d.Work) > 0 {
+		if items, hidden := shownItems(d.Work, o.All); len(items)+hidden > 0 {
 			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "do"))
-			// A bullet with the item's number, not an ordered list:
-			// renderers renumber those from the first item, and these
-			// numbers are the ones `gpudx report` takes.
-			for _, x := range d.Work {
-				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s\n", x.N, mdEscape(x.Text), x.Rate, x.Observed, mdSources(x.Sources), mdNotApply(x, l))
+			// Bullets with the numbers written out, as for the dead
+			// ends: the two lists are numbered the same way.
+			for _, x := range items {
+				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s%s\n", x.N, mdEscape(x.Text), x.Rate, x.Observed, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
 				if x.How != "" {
 					fmt.Fprintf(&b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
 				}
 			}
+			mdHidden(&b, hidden, l)
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "_%s_\n", d.Tier)
@@ -131,4 +132,32 @@ func mdSources(srcs []string) string {
 		parts[i] = fmt.Sprintf("[%d](%s)", i+1, s)
 	}
 	return " " + strings.Join(parts, " ")
+}
+
+// shownItems is the items a report lists and the count it leaves out: those
+// whose condition does not hold here, unless all.
+func shownItems(items []view.Item, all bool) ([]view.Item, int) {
+	if all {
+		return items, 0
+	}
+	var out []view.Item
+	for _, x := range items {
+		if x.Applies {
+			out = append(out, x)
+		}
+	}
+	return out, len(items) - len(out)
+}
+
+func mdItemRef(x view.Item, l string) string {
+	if x.Index+1 == x.N {
+		return ""
+	}
+	return " [" + view.T(l, "itemref", x.Index+1) + "]"
+}
+
+func mdHidden(b *strings.Builder, n int, l string) {
+	if n > 0 {
+		fmt.Fprintf(b, "\n_%s_\n", view.T(l, "hidden", n))
+	}
 }

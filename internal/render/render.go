@@ -18,6 +18,10 @@ type Options struct {
 	Lang    string // "en" (default) or "zh"
 	Color   bool   // ANSI colours for a terminal
 	Explain bool   // say why each diagnosis is ranked where it is
+	// Width wraps terminal prose to this many columns and cuts log lines
+	// and commands to it; 0 leaves lines whole.
+	Width int
+	All   bool // list the items whose condition does not hold here too
 }
 
 func (o Options) lang() string {

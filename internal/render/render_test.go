@@ -16,6 +16,7 @@ func report() *diagnose.Report {
 		Stats: diagnose.Stats{Lines: 1200, Bytes: 48213, Entries: 282},
 		Diagnoses: []*diagnose.Diagnosis{{
 			ID: "cuda/illegal-memory-access", Root: true, Count: 2, FirstLine: 40, LastLine: 41, Ranks: []int{1},
+			Title: "Illegal memory access in a CUDA kernel", TitleZh: "CUDA kernel 非法内存访问",
 			Signature: "CUDA error: an illegal memory access was encountered", SignatureZh: "CUDA 错误：非法内存访问",
 			RootCause: "A kernel read an unmapped address.", RootCauseZh: "某个 kernel 读取了未映射的地址。",
 			Evidence: []diagnose.Evidence{{Line: 40, Text: "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"}},
@@ -42,9 +43,10 @@ func TestText(t *testing.T) {
 			"2 known error(s) found",
 			"read 1,200 lines, 48,213 bytes; 282 entries checked",
 			"● ROOT CAUSE  cuda/illegal-memory-access  line 40–41  ×2  ranks 1",
+			"  Illegal memory access in a CUDA kernel",
 			"    40: [rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
-			"  Facts: rank=1",
-			"    ✗ 2. Retry the step (fails 95%)",
+			"    read from it: rank=1",
+			"    ✗ 1. Retry the step (fails 95%) [item 2]",
 			"         why: The context is lost.",
 			"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
 			"       │ CUDA_LAUNCH_BLOCKING=1 python train.py",
@@ -55,8 +57,8 @@ func TestText(t *testing.T) {
 		{"zh", []string{
 			"发现 2 个已知错误",
 			"● 根本原因  cuda/illegal-memory-access  第 40–41 行  ×2  rank 1",
-			"  CUDA 错误：非法内存访问",
-			"    ✗ 2. 重试这一步：上下文已失效。 (失败率 95%)",
+			"  CUDA kernel 非法内存访问",
+			"    ✗ 1. 重试这一步：上下文已失效。 (失败率 95%) [条目第 2 项]",
 			"       条件: env.torch >= '2.0' — 未知：env.torch",
 			"○ 由 cuda/illegal-memory-access 引起  nccl/watchdog-timeout  第 90 行  rank 0",
 		}},
@@ -80,14 +82,15 @@ func TestMarkdown(t *testing.T) {
 		{"en", []string{
 			"## gpudx diagnosis",
 			"### ROOT CAUSE: `cuda/illegal-memory-access`",
-			"- ✗ **2.** Retry the step — The context is lost. (fails 95%)",
+			"**Illegal memory access in a CUDA kernel** — line 40–41  ×2  ranks 1",
+			"- ✗ **1.** Retry the step — The context is lost. (fails 95%) [item 2]",
 			"- **1.** Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
 			"### FOLLOWS FROM `cuda/illegal-memory-access`: `nccl/watchdog-timeout`",
 		}},
 		{"zh", []string{
 			"## gpudx 诊断",
 			"### 根本原因: `cuda/illegal-memory-access`",
-			"- ✗ **2.** 重试这一步：上下文已失效。 (失败率 95%)",
+			"- ✗ **1.** 重试这一步：上下文已失效。 (失败率 95%) [条目第 2 项]",
 		}},
 	} {
 		var b bytes.Buffer
@@ -130,5 +133,52 @@ func inOrder(t *testing.T, name, out string, want []string) {
 			t.Errorf("%s: line %q missing or out of order in:\n%s", name, w, out)
 			return
 		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, c := range []struct {
+		s, first, rest string
+		width          int
+		want           string
+	}{
+		{"one two three four", "", "", 9, "one two\nthree\nfour"},
+		{"one two", "  - ", "    ", 0, "  - one two"},
+		{"held 4.66 GiB reserved", "", "", 10, "held\n4.66 GiB\nreserved"},
+		{"averyveryverylongword x", "> ", "  ", 8, "> averyveryverylongword\n  x"},
+		{"显存不足，请减小批量。", "", "", 8, "显存不\n足，请减\n小批量。"},
+		{"CUDA 显存不足", "", "", 7, "CUDA 显\n存不足"},
+	} {
+		if got := wrap(c.s, c.width, c.first, c.rest); got != c.want {
+			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.width, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		s     string
+		width int
+		want  string
+	}{{"abcdef", 4, "abc…"}, {"abc", 3, "abc"}, {"显存不足", 5, "显存…"}, {"abc", 0, "abc"}} {
+		if got := cutTo(c.s, c.width); got != c.want {
+			t.Errorf("cutTo(%q, %d) = %q, want %q", c.s, c.width, got, c.want)
+		}
+	}
+}
+
+// Items whose condition does not hold here are counted, not listed, unless
+// All asks for them.
+func TestTextHidesItemsThatDoNotApply(t *testing.T) {
+	r := report()
+	r.Diagnoses[0].Workarounds = append(r.Diagnoses[0].Workarounds, diagnose.Workaround{Index: 1, Action: "Free the other process's memory",
+		SuccessRate: 0.7, Condition: "facts.other_processes > 0",
+		Applicability: diagnose.Applicability{ConditionStatus: "fails", Reason: "facts.other_processes = 0 B"}})
+	var b bytes.Buffer
+	Text(&b, r, Options{})
+	if strings.Contains(b.String(), "Free the other process") || !strings.Contains(b.String(), "    1 more whose condition does not hold here (--all shows them)\n") {
+		t.Errorf("hidden item listed, or not counted:\n%s", b.String())
+	}
+	b.Reset()
+	Text(&b, r, Options{All: true})
+	if !strings.Contains(b.String(), "    2. Free the other process's memory (works 70%) [does not apply here]\n") || strings.Contains(b.String(), "--all shows") {
+		t.Errorf("--all: item missing or still counted:\n%s", b.String())
 	}
 }

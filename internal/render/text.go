@@ -28,42 +28,71 @@ func indent(s, pre string) string {
 	return pre + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pre)
 }
 
+// tw writes one report for a terminal of a given width.
+type tw struct {
+	b     strings.Builder
+	l     string
+	p     painter
+	width int // 0: no wrapping, no cutting
+	all   bool
+}
+
+// prose writes s wrapped, the first line after first, the others after
+// rest; style colours each line.
+func (w *tw) prose(s, first, rest string, style func(string) string) {
+	for _, line := range strings.Split(wrap(s, w.width, first, rest), "\n") {
+		lead := len(line) - len(strings.TrimLeft(line, " "))
+		w.b.WriteString(line[:lead] + style(line[lead:]) + "\n")
+	}
+}
+
+// verbatim writes a log line or a command: never wrapped, cut to the width.
+func (w *tw) verbatim(pre, s string, style func(string) string) {
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		w.b.WriteString(style(cutTo(pre+line, w.width)) + "\n")
+	}
+}
+
+func plain(s string) string { return s }
+
 // Text writes the report for a terminal: each root failure in full (what
 // went wrong, what not to try, what to do), then the errors that follow from
 // it or stand beside it, briefly.
-func Text(w io.Writer, r *diagnose.Report, o Options) error {
+func Text(out io.Writer, r *diagnose.Report, o Options) error {
 	v := view.Build(r, o.lang())
-	l := v.Lang
-	p := painter{o.Color}
-	var b strings.Builder
-	if v.None {
-		fmt.Fprintf(&b, "%s.\n", view.T(l, "none"))
-	} else {
-		fmt.Fprintf(&b, "%s\n", p.bold(view.T(l, "found", v.Count)))
+	w := &tw{l: v.Lang, p: painter{o.Color}, width: o.Width, all: o.All}
+	l, p := w.l, w.p
+	switch {
+	case v.None && v.Empty:
+		w.prose(view.T(l, "empty"), "", "", plain)
+	case v.None:
+		w.prose(view.T(l, "none")+".", "", "", plain)
+	default:
+		w.prose(view.T(l, "found", v.Count), "", "", p.bold)
 	}
-	fmt.Fprintf(&b, "%s\n", p.dim(v.Read))
+	w.prose(v.Read, "", "", p.dim)
 	if v.Env != "" {
-		fmt.Fprintf(&b, "%s: %s\n", view.T(l, "env"), v.Env)
+		w.prose(v.Env, view.T(l, "env")+": ", "  ", plain)
 	}
 	if v.Ranks != "" && !v.None {
-		fmt.Fprintf(&b, "%s: %s\n", view.T(l, "ranks"), v.Ranks)
+		w.prose(v.Ranks, view.T(l, "ranks")+": ", "  ", plain)
 	}
 	for i := range v.Diagnoses {
 		d := &v.Diagnoses[i]
-		b.WriteString("\n")
+		w.b.WriteString("\n")
 		if d.Kind == "root" {
-			textFull(&b, d, l, p)
+			w.full(d)
 		} else {
-			textBrief(&b, d, l, p)
+			w.brief(d)
 		}
 		if o.Explain && len(d.Why) > 0 {
-			fmt.Fprintf(&b, "  %s:\n", p.bold(view.T(l, "whyhere")))
-			for _, w := range d.Why {
-				fmt.Fprintf(&b, "    - %s\n", w)
+			fmt.Fprintf(&w.b, "  %s:\n", p.bold(view.T(l, "whyhere")))
+			for _, y := range d.Why {
+				w.prose(y, "    - ", "      ", plain)
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(out, w.b.String())
 	return err
 }
 
@@ -76,53 +105,70 @@ func factLine(fs []view.Fact) string {
 	return strings.Join(parts, "  ")
 }
 
-func textFull(b *strings.Builder, d *view.Diagnosis, l string, p painter) {
-	fmt.Fprintf(b, "%s  %s  %s\n", p.red("● "+view.T(l, "root")), p.bold(d.ID), p.dim(d.Where(l, "  ")))
-	fmt.Fprintf(b, "  %s\n", p.bold(d.Signature))
-	fmt.Fprintf(b, "\n  %s\n%s\n", p.bold(view.T(l, "what")), indent(d.RootCause, "    "))
-	if len(d.Evidence) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(view.T(l, "evidence")))
-		for _, e := range d.Evidence {
-			fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", e.Line)), e.Text)
+// head writes a diagnosis's heading, its title and the user's own lines
+// with the figures read from them.
+func (w *tw) head(d *view.Diagnosis, mark string, style func(string) string, lines int) {
+	l, p := w.l, w.p
+	fmt.Fprintf(&w.b, "%s  %s  %s\n", style(mark), p.bold(d.ID), p.dim(d.Where(l, "  ")))
+	w.prose(d.Title, "  ", "  ", p.bold)
+	for i, e := range d.Evidence {
+		if i == lines {
+			break
 		}
+		n := fmt.Sprintf("%d: ", e.Line)
+		if e.File != "" && e.File != d.File {
+			n = e.File + ":" + n
+		}
+		w.verbatim("    "+n, e.Text, plain)
 	}
 	if len(d.Facts) > 0 {
-		fmt.Fprintf(b, "\n  %s: %s\n", p.bold(view.T(l, "facts")), factLine(d.Facts))
+		w.prose(factLine(d.Facts), "    "+view.T(l, "factsread")+": ", "      ", p.dim)
 	}
+}
+
+func (w *tw) full(d *view.Diagnosis) {
+	l, p := w.l, w.p
+	w.head(d, "● "+view.T(l, "root"), p.red, len(d.Evidence))
+	fmt.Fprintf(&w.b, "\n  %s\n", p.bold(view.T(l, "what")))
+	w.prose(d.RootCause, "    ", "    ", plain)
 	if d.Operator != "" {
-		fmt.Fprintf(b, "\n  %s: %s\n%s\n", p.bold(view.T(l, "operator")), d.Operator, indent("→ "+d.OpNext, "    "))
+		fmt.Fprintf(&w.b, "\n")
+		w.prose(d.Operator, "  "+p.bold(view.T(l, "operator"))+": ", "    ", plain)
+		w.prose(d.OpNext, "    → ", "      ", plain)
 	}
 	if len(d.SeenIn) > 0 {
-		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "seenin"), strings.Join(d.SeenIn, ", "))
+		w.prose(strings.Join(d.SeenIn, ", "), "  "+view.T(l, "seenin")+": ", "    ", plain)
 	}
 	if m := d.Memory; m != nil {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(fmt.Sprintf("%s: %s — %s", view.T(l, "memory"), m.Verdict, m.Reason)))
+		w.b.WriteString("\n")
+		w.prose(fmt.Sprintf("%s: %s — %s", view.T(l, "memory"), m.Verdict, m.Reason), "  ", "  ", p.bold)
 		if len(m.Figures) > 0 {
-			fmt.Fprintf(b, "    %s\n", p.dim(figureLine(m.Figures)))
+			w.prose(figureLine(m.Figures), "    ", "    ", p.dim)
 		}
 		for _, a := range m.Advice {
-			fmt.Fprintf(b, "%s\n", indent("→ "+a, "    "))
+			w.prose(a, "    → ", "      ", plain)
 		}
 	}
 	if len(d.Notes) > 0 {
-		fmt.Fprintf(b, "\n  %s\n", p.bold(view.T(l, "versions")))
+		fmt.Fprintf(&w.b, "\n  %s\n", p.bold(view.T(l, "versions")))
 		for _, n := range d.Notes {
-			fmt.Fprintf(b, "    %s\n", n)
+			w.prose(n, "    ", "    ", plain)
 		}
 	}
-	writeDeadEnds(b, d.DeadEnds, 0, l, p)
-	writeWorkarounds(b, d.Work, 1, l, p)
+	w.deadEnds(d.DeadEnds, 0)
+	w.workarounds(d.Work, 1)
 	if len(d.LeadsTo) > 0 {
-		fmt.Fprintf(b, "\n  %s: %s\n", view.T(l, "leads"), strings.Join(d.LeadsTo, ", "))
+		w.b.WriteString("\n")
+		w.prose(strings.Join(d.LeadsTo, ", "), "  "+view.T(l, "leads")+": ", "    ", plain)
 	}
 	if len(d.Subsumes) > 0 {
-		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "subsumes"), strings.Join(d.Subsumes, ", "))
+		w.prose(strings.Join(d.Subsumes, ", "), "  "+view.T(l, "subsumes")+": ", "    ", plain)
 	}
 	tail := d.Tier
 	if d.DocURL != "" {
 		tail += " · " + view.T(l, "doc") + ": " + d.DocURL
 	}
-	fmt.Fprintf(b, "  %s\n", p.dim(tail))
+	w.prose(tail, "  ", "    ", p.dim)
 }
 
 // figureLine writes the memory figures as "name value" pairs.
@@ -134,71 +180,93 @@ func figureLine(fs []view.Fact) string {
 	return strings.Join(parts, " · ")
 }
 
-func textBrief(b *strings.Builder, d *view.Diagnosis, l string, p painter) {
+func (w *tw) brief(d *view.Diagnosis) {
+	l, p := w.l, w.p
 	head := view.T(l, "also")
 	if d.Kind == "follow" {
 		head = view.T(l, "followup", strings.Join(d.CausedBy, ", "))
 	}
-	fmt.Fprintf(b, "%s  %s  %s\n", p.yellow("○ "+head), p.bold(d.ID), p.dim(d.Where(l, "  ")))
-	fmt.Fprintf(b, "  %s\n", d.Signature)
-	if len(d.Evidence) > 0 {
-		fmt.Fprintf(b, "    %s %s\n", p.dim(fmt.Sprintf("%d:", d.Evidence[0].Line)), d.Evidence[0].Text)
-	}
-	if len(d.Facts) > 0 {
-		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "facts"), factLine(d.Facts))
-	}
+	w.head(d, "○ "+head, p.yellow, 1)
 	if d.Operator != "" {
-		fmt.Fprintf(b, "  %s: %s\n", view.T(l, "operator"), d.Operator)
+		w.prose(d.Operator, "  "+view.T(l, "operator")+": ", "    ", plain)
 	}
-	fmt.Fprintf(b, "  %s\n", p.dim(view.T(l, "more", d.ID)))
+	w.prose(view.T(l, "more", d.ID), "  ", "  ", p.dim)
 }
 
-// writeDeadEnds writes the "don't waste time on" block with at most
-// maxSources sources per item (-1 for all).
-func writeDeadEnds(b *strings.Builder, items []view.Item, maxSources int, l string, p painter) {
-	if len(items) == 0 {
+// shown splits items into those the text lists and the count of those it
+// leaves out: items whose condition is known not to hold here, unless
+// --all.
+func (w *tw) shown(items []view.Item) ([]view.Item, int) { return shownItems(items, w.all) }
+
+// itemRef is " [item k]" where the entry's own number of an item (what
+// gpudx report takes) differs from the number shown.
+func (w *tw) itemRef(x view.Item) string {
+	if x.Index+1 == x.N {
+		return ""
+	}
+	return " " + w.p.dim("["+view.T(w.l, "itemref", x.Index+1)+"]")
+}
+
+// deadEnds writes the "don't waste time on" block with at most maxSources
+// sources per item (-1 for all).
+func (w *tw) deadEnds(all []view.Item, maxSources int) {
+	l, p := w.l, w.p
+	items, hidden := w.shown(all)
+	if len(items)+hidden == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  %s\n", p.yellow(view.T(l, "dead")))
+	fmt.Fprintf(&w.b, "\n  %s\n", p.yellow(view.T(l, "dead")))
 	for _, x := range items {
-		rate := p.dim("(" + x.Rate + x.Observed + ")")
-		if !x.Applies {
-			rate += " " + p.dim("["+view.T(l, "notapply")+"]")
-		}
-		fmt.Fprintf(b, "    ✗ %d. %s %s\n", x.N, x.Text, rate)
+		pre := fmt.Sprintf("    ✗ %d. ", x.N)
+		w.prose(x.Text+" "+rate(x, l, p)+w.itemRef(x), pre, strings.Repeat(" ", len(pre)-2), plain)
 		if x.Why != "" {
-			fmt.Fprintf(b, "%s\n", indent(view.T(l, "why")+": "+x.Why, "         "))
+			w.prose(x.Why, "         "+view.T(l, "why")+": ", "         ", plain)
 		}
-		if c := condLine(x, l); c != "" {
-			fmt.Fprintf(b, "         %s\n", c)
+		w.itemTail(x, "         ", maxSources)
+	}
+	w.hiddenNote(hidden)
+}
+
+// workarounds writes the "do now" block in the given order.
+func (w *tw) workarounds(all []view.Item, maxSources int) {
+	l, p := w.l, w.p
+	items, hidden := w.shown(all)
+	if len(items)+hidden == 0 {
+		return
+	}
+	fmt.Fprintf(&w.b, "\n  %s\n", p.green(view.T(l, "do")))
+	for _, x := range items {
+		pre := fmt.Sprintf("    %d. ", x.N)
+		w.prose(x.Text+" "+rate(x, l, p)+w.itemRef(x), pre, strings.Repeat(" ", len(pre)), plain)
+		if x.How != "" {
+			w.verbatim("       │ ", x.How, plain)
 		}
-		for _, s := range firstN(x.Sources, maxSources) {
-			fmt.Fprintf(b, "         %s\n", p.dim(view.T(l, "src")+": "+s))
-		}
+		w.itemTail(x, "       ", maxSources)
+	}
+	w.hiddenNote(hidden)
+}
+
+func rate(x view.Item, l string, p painter) string {
+	s := p.dim("(" + x.Rate + x.Observed + ")")
+	if !x.Applies {
+		s += " " + p.dim("["+view.T(l, "notapply")+"]")
+	}
+	return s
+}
+
+// itemTail writes an item's condition and sources.
+func (w *tw) itemTail(x view.Item, pre string, maxSources int) {
+	if c := condLine(x, w.l); c != "" {
+		w.prose(c, pre, pre+"  ", plain)
+	}
+	for _, s := range firstN(x.Sources, maxSources) {
+		w.verbatim(pre, view.T(w.l, "src")+": "+s, w.p.dim)
 	}
 }
 
-// writeWorkarounds writes the "do now" block in the given order.
-func writeWorkarounds(b *strings.Builder, items []view.Item, maxSources int, l string, p painter) {
-	if len(items) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "\n  %s\n", p.green(view.T(l, "do")))
-	for _, x := range items {
-		rate := p.dim("(" + x.Rate + x.Observed + ")")
-		if !x.Applies {
-			rate += " " + p.dim("["+view.T(l, "notapply")+"]")
-		}
-		fmt.Fprintf(b, "    %d. %s %s\n", x.N, x.Text, rate)
-		if x.How != "" {
-			fmt.Fprintf(b, "%s\n", indent(x.How, "       │ "))
-		}
-		if c := condLine(x, l); c != "" {
-			fmt.Fprintf(b, "       %s\n", c)
-		}
-		for _, s := range firstN(x.Sources, maxSources) {
-			fmt.Fprintf(b, "       %s\n", p.dim(view.T(l, "src")+": "+s))
-		}
+func (w *tw) hiddenNote(n int) {
+	if n > 0 {
+		w.prose(view.T(w.l, "hidden", n), "    ", "    ", w.p.dim)
 	}
 }
 

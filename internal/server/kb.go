@@ -14,6 +14,7 @@ import (
 // entrySummary is one entry in a list or a search result.
 type entrySummary struct {
 	ID               string `json:"id"`
+	Title            string `json:"title"`
 	Signature        string `json:"signature"`
 	Domain           string `json:"domain"`
 	Category         string `json:"category"`
@@ -23,7 +24,7 @@ type entrySummary struct {
 }
 
 func summarize(e *kb.Entry) entrySummary {
-	return entrySummary{ID: e.ID, Signature: e.Signature, Domain: e.Domain, Category: e.Category,
+	return entrySummary{ID: e.ID, Title: e.Title, Signature: e.Signature, Domain: e.Domain, Category: e.Category,
 		ErrorCode: e.ErrorCode, VerificationTier: e.VerificationTier}
 }
 

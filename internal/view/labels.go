@@ -226,6 +226,10 @@ var labels = map[string]map[string]string{
 		// Terminal text and markdown (gpudx diagnose, kb show).
 		"obs_brief":         " → %d%% with %d reports",
 		"obs_brief1":        " → %d%% with 1 report",
+		"empty":             "The input is empty: no line to diagnose.",
+		"factsread":         "read from it",
+		"itemref":           "item %d",
+		"hidden":            "%d more whose condition does not hold here (--all shows them)",
 		"md_title":          "gpudx diagnosis",
 		"ranks":             "Ranks",
 		"found":             "%d known error(s) found",
@@ -465,6 +469,10 @@ var labels = map[string]map[string]string{
 		// Terminal text and markdown (gpudx diagnose, kb show).
 		"obs_brief":         " → %d%%，计入 %d 份反馈",
 		"obs_brief1":        " → %d%%，计入 1 份反馈",
+		"empty":             "输入为空：没有可诊断的行。",
+		"factsread":         "从中读出",
+		"itemref":           "条目第 %d 项",
+		"hidden":            "另有 %d 项的条件在此不成立（--all 可显示）",
 		"md_title":          "gpudx 诊断",
 		"found":             "发现 %d 个已知错误",
 		"how":               "做法",

@@ -25,6 +25,7 @@ import (
 type Report struct {
 	Lang      string
 	None      bool   // no known error was found
+	Empty     bool   // the input held nothing: no byte was read
 	Count     int    // diagnoses found
 	Read      string // how much was read and checked
 	Env       string // the environment in one line, "" when nothing is known
@@ -43,7 +44,8 @@ type Diagnosis struct {
 	File      string
 	Count     int
 	Ranks     string // the ranks whose lines matched, listed
-	Signature string
+	Title     string // names the error, without figures
+	Signature string // the entry's sample message (kb show, not a diagnosis)
 	RootCause string
 	Evidence  []diagnose.Evidence // the user's own lines
 	Facts     []Fact              // figures read from the message, by name
@@ -75,8 +77,8 @@ type Memory struct {
 
 // Item is a dead end or a workaround.
 type Item struct {
-	N            int // the number shown, which `gpudx report` takes
-	Index        int // position in the entry, from 0
+	N            int // the number shown: the position in the list, from 1
+	Index        int // position in the entry, from 0; `gpudx report` takes Index+1
 	Text         string
 	Why          string // why a dead end fails; "" where Text already says it
 	How          string
@@ -100,6 +102,7 @@ func Build(r *diagnose.Report, lang string) *Report {
 	v := &Report{
 		Lang:  lang,
 		None:  len(r.Diagnoses) == 0,
+		Empty: r.Stats.Bytes == 0,
 		Count: len(r.Diagnoses),
 		Read:  T(lang, "read", Group(int64(r.Stats.Lines)), Group(r.Stats.Bytes), r.Stats.Entries),
 		Env:   EnvLine(r.Environment, lang),
@@ -115,6 +118,7 @@ func diagnosis(d *diagnose.Diagnosis, n int, l string) Diagnosis {
 	v := Diagnosis{
 		N: n, Anchor: "d" + strconv.Itoa(n), ID: d.ID, CausedBy: d.CausedBy,
 		Lines: T(l, "lines", lineSpan(d)), File: d.File, Count: d.Count,
+		Title:     Pick(l, d.Title, d.TitleZh),
 		Signature: Pick(l, d.Signature, d.SignatureZh),
 		RootCause: Pick(l, d.RootCause, d.RootCauseZh),
 		Evidence:  d.Evidence,
@@ -126,6 +130,9 @@ func diagnosis(d *diagnose.Diagnosis, n int, l string) Diagnosis {
 		Tier:      T(l, "tier", d.VerificationTier, d.Confidence),
 		DocURL:    d.OfficialDocURL,
 		Why:       d.Why,
+	}
+	if v.Title == "" { // an entry of the user's own without a title
+		v.Title = v.Signature
 	}
 	if len(d.Ranks) > 0 {
 		v.Ranks = IntList(d.Ranks)
@@ -150,11 +157,17 @@ func diagnosis(d *diagnose.Diagnosis, n int, l string) Diagnosis {
 	for _, n := range d.VersionNotes {
 		v.Notes = append(v.Notes, Pick(l, n.Text, n.Zh))
 	}
-	for _, x := range d.DeadEnds {
-		v.DeadEnds = append(v.DeadEnds, DeadEnd(x, l))
+	// Items are numbered 1..n in the order shown; Index keeps the entry's
+	// own position, which outcome reports name.
+	for i, x := range d.DeadEnds {
+		it := DeadEnd(x, l)
+		it.N = i + 1
+		v.DeadEnds = append(v.DeadEnds, it)
 	}
-	for _, x := range d.Workarounds {
-		v.Work = append(v.Work, Workaround(x, l))
+	for i, x := range d.Workarounds {
+		it := Workaround(x, l)
+		it.N = i + 1
+		v.Work = append(v.Work, it)
 	}
 	return v
 }

@@ -120,7 +120,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("operator %q %q", d.Operator, d.OpNext)
 	}
 	x := d.DeadEnds[0]
-	if x.N != 4 || x.Index != 3 || x.Rate != "fails 90%" || x.Observed != " → 55% with 3 reports" ||
+	if x.N != 1 || x.Index != 3 || x.Rate != "fails 90%" || x.Observed != " → 55% with 3 reports" ||
 		x.ObservedLong != "55% with 3 reports: 1 worked, 2 failed (the curated 90% counts as 10 reports)" {
 		t.Errorf("dead end %+v", x)
 	}

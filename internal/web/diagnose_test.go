@@ -157,13 +157,16 @@ func checkRootCard(t *testing.T, c *html.Node) {
 	if got := text(first(t, mem, "ul.advice")); !strings.HasPrefix(got, "4.66 GiB is reserved but unallocated, at least the 4.00 GiB asked: enable expandable segments") {
 		t.Errorf("advice %q", got)
 	}
-	// Dead ends and workarounds in the diagnosis's order, numbered as in
-	// the entry, with their rates; those whose condition fails here are
-	// marked.
+	// Dead ends and workarounds in the diagnosis's order, numbered 1..n
+	// as shown, with the entry's own number where it differs, and their
+	// rates; those whose condition fails here are marked.
 	items := func(sec string) []string {
 		var out []string
 		for _, li := range all(one(t, c, "section."+sec), "li.item") {
 			s := attr(li, "value") + " " + text(one(t, li, "span.rate"))
+			if ref := all(li, "span.ref"); len(ref) > 0 {
+				s += " " + text(ref[0])
+			}
 			if hasClass(li, "na") {
 				s += " " + text(one(t, li, "span.flag"))
 			}
@@ -171,14 +174,14 @@ func checkRootCard(t *testing.T, c *html.Node) {
 		}
 		return out
 	}
-	if got, want := items("dead"), []string{"4 fails 90%", "1 fails 85%", "3 fails 98% does not apply here", "2 fails 80% does not apply here"}; !slices.Equal(got, want) {
+	if got, want := items("dead"), []string{"1 fails 90% [item 4]", "2 fails 85% [item 1]", "3 fails 98% does not apply here", "4 fails 80% [item 2] does not apply here"}; !slices.Equal(got, want) {
 		t.Errorf("dead ends\n got %q\nwant %q", got, want)
 	}
-	if got, want := items("do"), []string{"1 works 60%", "3 works 75%", "4 works 35%", "2 works 70% does not apply here"}; !slices.Equal(got, want) {
+	if got, want := items("do"), []string{"1 works 60%", "2 works 75% [item 3]", "3 works 35% [item 4]", "4 works 70% [item 2] does not apply here"}; !slices.Equal(got, want) {
 		t.Errorf("workarounds\n got %q\nwant %q", got, want)
 	}
 	dead := all(one(t, c, "section.dead"), "li.item")
-	if got := text(one(t, dead[1], "p.action")); got != "Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch fails 85%" {
+	if got := text(one(t, dead[1], "p.action")); got != "Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch fails 85% [item 1]" {
 		t.Errorf("dead end 1 %q", got)
 	}
 	if got := text(one(t, dead[2], "p.cond")); got != "When: facts.requested > facts.total_capacity — does not hold here (facts.requested = 4.00 GiB, facts.total_capacity = 79.15 GiB)" {
@@ -217,15 +220,16 @@ func TestDiagnoseObservedRates(t *testing.T) {
 		t.Fatalf("no item %s in %s", value, sec)
 		return ""
 	}
-	// (0.60·10 + 10) / 20 = 80%; dead end 2 (curated 80%) worked once,
-	// which counts against calling it a dead end: (0.80·10 + 0) / 11 = 73%.
+	// (0.60·10 + 10) / 20 = 80%; dead end 2 (curated 80%, shown 4th)
+	// worked once, which counts against calling it a dead end:
+	// (0.80·10 + 0) / 11 = 73%. Workaround 3 is shown 2nd.
 	if got := obs("do", "1"); got != "80% with 10 reports: 10 worked, 0 failed (the curated 60% counts as 10 reports)" {
 		t.Errorf("workaround 1: %q", got)
 	}
-	if got := obs("dead", "2"); got != "73% with 1 report: 1 worked, 0 failed (the curated 80% counts as 10 reports)" {
+	if got := obs("dead", "4"); got != "73% with 1 report: 1 worked, 0 failed (the curated 80% counts as 10 reports)" {
 		t.Errorf("dead end 2: %q", got)
 	}
-	if got := obs("do", "3"); got != "no reports yet" {
+	if got := obs("do", "2"); got != "no reports yet" {
 		t.Errorf("workaround 3: %q", got)
 	}
 }

@@ -32,7 +32,7 @@ type card struct {
 	Badge     string
 	CausedBy  []idLink
 	Where     string
-	Signature string
+	Title     string
 	RootCause string
 	Evidence  []evidence
 	Facts     []fact
@@ -71,7 +71,8 @@ type memoryView struct {
 
 // item is a dead end or a workaround.
 type item struct {
-	N         int // the item's number in its entry, the one gpudx report takes
+	N         int // the number shown: the position in the list
+	Ref       int // the item's number in its entry (gpudx report's), where it differs from N
 	Text      string
 	Why       string
 	How       string
@@ -147,7 +148,7 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 			URL:       entryURL(d.ID),
 			Kind:      d.Kind,
 			Where:     d.Where(l, tr(l, "dot")),
-			Signature: d.Signature,
+			Title:     d.Title,
 			RootCause: d.RootCause,
 			Facts:     factsOf(d.Facts),
 			Operator:  d.Operator,
@@ -188,8 +189,12 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 // fromView is an item as the page shows it: sources as links, the
 // blended rate with its counts.
 func fromView(x view.Item) item {
-	return item{N: x.N, Text: x.Text, Why: x.Why, How: x.How, Rate: x.Rate, Observed: x.ObservedLong,
+	it := item{N: x.N, Text: x.Text, Why: x.Why, How: x.How, Rate: x.Rate, Observed: x.ObservedLong,
 		Cond: x.Cond, CondState: x.CondState, NA: !x.Applies, Sources: sources(x.Sources)}
+	if x.Index+1 != x.N {
+		it.Ref = x.Index + 1
+	}
+	return it
 }
 
 func factsOf(fs []view.Fact) []fact {
