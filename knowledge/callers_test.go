@@ -42,6 +42,13 @@ func TestCallerForms(t *testing.T) {
 		{"ONNX Runtime, no kernel image", "CUDA failure 209: no kernel image is available for execution on the device ; GPU=0 ; hostname=n1 ; file=cuda_call.cc ; line=129 ; expr=cudaGetLastError();", "cuda/no-kernel-image"},
 		{"Caffe, device assert", "Check failed: error == cudaSuccess (710 vs. 0)  device-side assert triggered", "cuda/device-side-assert"},
 
+		// CUDA runtime errors whose text alone is too common to match bare:
+		// matched only with a caller's CUDA prefix.
+		{"ONNX Runtime, initialization error", "CUDA failure 3: initialization error ; GPU=0 ; hostname=n1 ; file=cuda_execution_provider.cc ; line=245 ; expr=cudaSetDevice(info_.device_id);", "cuda/initialization-error"},
+		{"nccl-tests, unknown error", "n1: Test CUDA failure common.cu:1012 'unknown error'", "cuda/unknown-error"},
+		{"TensorRT, unknown error", "[TRT] [E] 1: [checkMacros.cpp::catchCudaError::203] Error Code 1: Cuda Runtime (unknown error)", "cuda/unknown-error"},
+		{"checkCudaErrors (error string), invalid argument", `CUDA error at main.cu:40 code=1(invalid argument) "cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)"`, "cuda/invalid-argument"},
+
 		// cuBLAS execution failure without PyTorch's 'when calling'.
 		{"TensorFlow cuda_blas.cc, no routine name", "E tensorflow/stream_executor/cuda/cuda_blas.cc:1839] failed to run cuBLAS routine: CUBLAS_STATUS_EXECUTION_FAILED", "cuda/cublas-execution-failed"},
 		{"TensorFlow, older, routine name", "E tensorflow/stream_executor/cuda/cuda_blas.cc:654] failed to run cuBLAS routine cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED", "cuda/cublas-execution-failed"},
