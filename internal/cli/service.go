@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/outcome"
 )
 
 // openStore opens the outcome database: db as given to --db (a SQLite
 // path or a postgres:// URL), or the default SQLite file when db is "".
 func openStore(ctx context.Context, env *IO, db string) (outcome.Store, error) {
-	st, err := outcome.Open(ctx, db, env.Getenv)
+	st, err := store.Open(ctx, db, env.Getenv)
 	if err != nil {
 		return nil, usageErr("--db: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/outcome"
@@ -49,7 +50,7 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 // sqliteStore opens a fresh SQLite outcome store in the test's temp dir.
 func sqliteStore(t *testing.T) outcome.Store {
 	t.Helper()
-	st, err := outcome.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), os.Getenv)
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/outcome"
@@ -72,7 +73,7 @@ func newServer(t *testing.T, st outcome.Store, opt Options) (*Server, *syncBuffe
 // sqliteStore is a real outcome store in a temporary file.
 func sqliteStore(t *testing.T) outcome.Store {
 	t.Helper()
-	st, err := outcome.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), func(string) string { return "" })
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
