@@ -16,9 +16,9 @@ const deadendsDir = "../../shared/fixtures/deadends/canons"
 
 // ourEntries is the built-in knowledge base.
 func ourEntries(t testing.TB) []*kb.Entry {
-	es, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		t.Fatal(errs[0])
+	es, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return es
 }

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gpudx/gpudx/internal/service"
 	"github.com/gpudx/gpudx/internal/store"
+	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
 )
 
@@ -26,8 +28,10 @@ func newService(env *IO, kbFlag []string, store outcome.Store) (*service.Service
 	if err != nil {
 		return nil, err
 	}
-	svc, errs := service.New(base, store)
-	for _, e := range errs {
+	svc, err := service.New(base, store)
+	var skipped kb.ErrorList
+	errors.As(err, &skipped)
+	for _, e := range skipped {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
 	}
 	return svc, nil

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,9 +28,7 @@ var (
 func newService(t *testing.T, st outcome.Store) *service.Service {
 	t.Helper()
 	baseOnce.Do(func() {
-		var errs []error
-		entries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		baseErr = errors.Join(errs...)
+		entries, baseErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if baseErr != nil {
 		t.Fatal(baseErr)
@@ -40,9 +37,9 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 	for _, e := range entries {
 		b.Add(e)
 	}
-	s, errs := service.New(b, st)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := service.New(b, st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

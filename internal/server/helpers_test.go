@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -41,9 +40,7 @@ var (
 func newService(t *testing.T, st outcome.Store) *service.Service {
 	t.Helper()
 	kbOnce.Do(func() {
-		var errs []error
-		kbEntries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		kbErr = errors.Join(errs...)
+		kbEntries, kbErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if kbErr != nil {
 		t.Fatal(kbErr)
@@ -52,9 +49,9 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 	for _, e := range kbEntries {
 		b.Add(e)
 	}
-	svc, errs := service.New(b, st)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	svc, err := service.New(b, st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return svc
 }
