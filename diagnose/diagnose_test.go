@@ -39,9 +39,9 @@ func buildEnv(t *testing.T, es []tentry, given env.Environment, logs ...string) 
 			TransitionGraph: kb.TransitionGraph{LeadsTo: x.leadsTo, PrecededBy: x.precededBy}, Tags: x.tags,
 			Versions: x.versions, Workarounds: x.workarounds})
 	}
-	s, errs := scan.New(entries)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := scan.New(entries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	c := NewCollector(s.Entries())
 	c.SetEnvironment(given)

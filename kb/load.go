@@ -120,11 +120,10 @@ func skipDir(name string) bool {
 // ReadFS reads every *.json entry file below root in fsys, skipping
 // hidden directories and those starting with '_'. Paths are prefix+path.
 // A file that cannot be read, or is larger than MaxEntryFileSize, is
-// returned as an error; the others are read.
-func ReadFS(fsys fs.FS, root, prefix string) ([]File, []error) {
-	var files []File
-	var errs []error
-	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+// reported in the ErrorList err holds; the others are read.
+func ReadFS(fsys fs.FS, root, prefix string) (files []File, err error) {
+	var errs ErrorList
+	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			errs = append(errs, &LoadError{prefix + p, err})
 			return nil
@@ -149,17 +148,21 @@ func ReadFS(fsys fs.FS, root, prefix string) ([]File, []error) {
 	if err != nil {
 		errs = append(errs, &LoadError{prefix + root, err})
 	}
-	return files, errs
+	return files, errs.Err()
 }
 
 // LoadFS reads every entry file below root in fsys (see ReadFS). Files
-// that fail to parse are returned as errors; the rest load.
-func LoadFS(fsys fs.FS, root, prefix string) ([]*Entry, []error) {
-	files, errs := ReadFS(fsys, root, prefix)
-	return parseAll(files, errs)
+// that cannot be read or parsed are reported in the ErrorList err holds;
+// the rest load.
+func LoadFS(fsys fs.FS, root, prefix string) ([]*Entry, error) {
+	return parseAll(ReadFS(fsys, root, prefix))
 }
 
-func parseAll(files []File, errs []error) ([]*Entry, []error) {
+func parseAll(files []File, err error) ([]*Entry, error) {
+	var errs ErrorList
+	if err != nil {
+		errs = err.(ErrorList)
+	}
 	out := make([]*Entry, 0, len(files))
 	for _, f := range files {
 		e, err := Parse(f.Path, f.Data)
@@ -169,7 +172,7 @@ func parseAll(files []File, errs []error) ([]*Entry, []error) {
 		}
 		out = append(out, e)
 	}
-	return out, errs
+	return out, errs.Err()
 }
 
 func readLimited(fsys fs.FS, p string) ([]byte, error) {
@@ -188,23 +191,24 @@ func readLimited(fsys fs.FS, p string) ([]byte, error) {
 
 // ReadPath reads one entry file (any extension: the seed entry is a .txt)
 // or, for a directory, every entry file below it (see ReadFS).
-func ReadPath(p string) ([]File, []error) {
+func ReadPath(p string) ([]File, error) {
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, []error{&LoadError{p, err}}
+		return nil, ErrorList{&LoadError{p, err}}
 	}
 	if st.IsDir() {
 		return ReadFS(os.DirFS(p), ".", dirPrefix(p))
 	}
 	data, err := readLimited(os.DirFS(filepath.Dir(p)), filepath.Base(p))
 	if err != nil {
-		return nil, []error{&LoadError{p, err}}
+		return nil, ErrorList{&LoadError{p, err}}
 	}
 	return []File{{Path: p, Data: data}}, nil
 }
 
-// LoadPath reads entries from a file or a directory (see ReadPath).
-func LoadPath(p string) ([]*Entry, []error) {
+// LoadPath reads entries from a file or a directory (see ReadPath); err
+// is an ErrorList.
+func LoadPath(p string) ([]*Entry, error) {
 	return parseAll(ReadPath(p))
 }
 

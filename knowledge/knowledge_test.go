@@ -15,9 +15,9 @@ import (
 
 func load(t *testing.T) []*kb.Entry {
 	t.Helper()
-	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	entries, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return entries
 }
@@ -25,9 +25,9 @@ func load(t *testing.T) []*kb.Entry {
 // TestLintClean: the built-in knowledge base has no lint problem at all,
 // with the registry rule on.
 func TestLintClean(t *testing.T) {
-	files, errs := kb.ReadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	files, err := kb.ReadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(files) < 30 {
 		t.Fatalf("only %d entries", len(files))
@@ -53,9 +53,9 @@ const anError = "RuntimeError: CUDA error: an illegal memory access was encounte
 // reported alone: beside an error it must be diagnosed, after the error.
 func TestEveryExampleDiagnosesItsEntry(t *testing.T) {
 	entries := load(t)
-	s, errs := scan.New(entries)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := scan.New(entries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	byID := map[string]*kb.Entry{}
 	for _, e := range entries {

@@ -1,7 +1,8 @@
 // Package outcome records whether a knowledge-base entry's workarounds and
 // dead ends held for the people who tried them, and blends those reports
 // with the curated rates. A Store keeps the reports (SQLite by default,
-// PostgreSQL when several servers share one); Blend turns a curated rate
+// PostgreSQL when several servers share one: packages outcome/sqlite and
+// outcome/postgres); Blend turns a curated rate
 // and a Tally into the rate gpudx shows.
 package outcome
 
@@ -12,6 +13,12 @@ import (
 	"strings"
 	"time"
 )
+
+// ErrConflict is returned by Record when a report with the same RequestID
+// is already stored but says something else (another entry, item or
+// result): the client reused an id, and neither report is right to keep
+// silently.
+var ErrConflict = errors.New("request id already used for a different report")
 
 // Kind says which list of an entry a report is about.
 type Kind string

@@ -64,35 +64,3 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestDefaultPath(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		env       map[string]string
-		want, err string
-	}{
-		{"XDG_DATA_HOME", map[string]string{"XDG_DATA_HOME": "/data/u", "HOME": "/home/u"}, "/data/u/gpudx/outcomes.db", ""},
-		{"HOME", map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/gpudx/outcomes.db", ""},
-		// The XDG specification: a relative path is invalid and ignored.
-		{"relative XDG_DATA_HOME", map[string]string{"XDG_DATA_HOME": "data", "HOME": "/home/u"}, "/home/u/.local/share/gpudx/outcomes.db", ""},
-		{"neither", nil, "", "no data directory for the outcome database: neither XDG_DATA_HOME nor HOME is set (give --db)"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := DefaultPath(func(k string) string { return tt.env[k] })
-			if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && err.Error() != tt.err) {
-				t.Errorf("DefaultPath = %q, %v; want %q, %q", got, err, tt.want, tt.err)
-			}
-		})
-	}
-}
-
-func TestIsPostgres(t *testing.T) {
-	for dsn, want := range map[string]bool{
-		"postgres://h/db": true, "postgresql://h/db": true, "POSTGRES://h/db": true,
-		"/tmp/outcomes.db": false, "postgres.db": false, "": false, "sqlite://x": false,
-	} {
-		if IsPostgres(dsn) != want {
-			t.Errorf("IsPostgres(%q) = %v", dsn, !want)
-		}
-	}
-}

@@ -94,9 +94,9 @@ func testNext(text string) bool {
 // The chunked, parallel scan shows exactly what the plain reference does,
 // whatever the chunk size, piece size, worker count and read sizes.
 func TestPlanEquivalence(t *testing.T) {
-	s, errs := New(testEntries)
-	if len(errs) != 0 {
-		t.Fatal(errs)
+	s, err := New(testEntries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	planted := []string{
 		"RuntimeError: CUDA error: an illegal memory access was encountered",

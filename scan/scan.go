@@ -80,12 +80,13 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("%s (%s): regex skipped: %v", e.ID, e.Origin, e.Err)
 }
 
-// New compiles the entries' regexes. Entries without a regex, or whose
-// regex is not valid RE2, are left out and reported as errors; the rest
-// are usable.
-func New(entries []*kb.Entry) (*Scanner, []error) {
-	s := &Scanner{}
-	var errs []error
+// New compiles the entries' regexes. Entries without a regex are left
+// out; those whose regex is not valid RE2 too, each reported as a
+// *CompileError in the kb.ErrorList err holds. The Scanner is usable
+// either way, with the rest.
+func New(entries []*kb.Entry) (s *Scanner, err error) {
+	s = &Scanner{}
+	var errs kb.ErrorList
 	for _, e := range entries {
 		if e.Regex == "" {
 			continue
@@ -119,7 +120,7 @@ func New(entries []*kb.Entry) (*Scanner, []error) {
 			}
 		}
 	}
-	return s, errs
+	return s, errs.Err()
 }
 
 // Unfiltered is the number of entries whose regex holds no literal that

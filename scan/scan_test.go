@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -34,9 +35,9 @@ var testEntries = entries(
 )
 
 func TestScanEdgeCases(t *testing.T) {
-	s, errs := New(testEntries)
-	if len(errs) != 0 {
-		t.Fatal(errs)
+	s, err := New(testEntries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	huge := strings.Repeat("x", 3*MaxLine+10)
 	tests := []struct {
@@ -105,9 +106,11 @@ func TestCaptures(t *testing.T) {
 }
 
 func TestInvalidRegexIsReportedAndSkipped(t *testing.T) {
-	s, errs := New(entries("a/bad", `(?<!x)y`, "a/good", `y`, "a/none", ``))
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "a/bad") {
-		t.Fatalf("errs = %v", errs)
+	s, err := New(entries("a/bad", `(?<!x)y`, "a/good", `y`, "a/none", ``))
+	var list kb.ErrorList
+	var ce *CompileError
+	if !errors.As(err, &list) || len(list) != 1 || !errors.As(err, &ce) || ce.ID != "a/bad" || !strings.Contains(err.Error(), "a/bad") {
+		t.Fatalf("err = %#v", err)
 	}
 	if len(s.Entries()) != 1 || s.Entries()[0].ID != "a/good" {
 		t.Fatalf("entries = %v", s.Entries())

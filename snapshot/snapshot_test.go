@@ -361,10 +361,14 @@ func read(t *testing.T, p string) []byte {
 }
 
 // Every prefix of a real file fails cleanly, never panics, and never
-// succeeds.
+// succeeds. With -short, every 7th.
 func TestEveryTruncation(t *testing.T) {
 	data := read(t, "testdata/hand-p2.pickle")
-	for n := 0; n < len(data); n++ {
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	for n := 0; n < len(data); n += step {
 		s, err := Read(bytes.NewReader(data[:n]))
 		if err == nil {
 			t.Fatalf("prefix of %d bytes decoded: %d segments", n, len(s.Segments))
@@ -377,11 +381,15 @@ func TestEveryTruncation(t *testing.T) {
 }
 
 // Random byte flips in a real pickle give an error or a snapshot, never a
-// panic or a hang.
+// panic or a hang. With -short, 300 corruptions instead of 3,000.
 func TestCorruption(t *testing.T) {
 	data := read(t, "testdata/hand-p4.pickle")
 	rng := rand.New(rand.NewSource(1))
-	for i := 0; i < 3000; i++ {
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	for i := 0; i < n; i++ {
 		c := append([]byte(nil), data...)
 		for j := 0; j < 1+rng.Intn(4); j++ {
 			c[1+rng.Intn(len(c)-1)] = byte(rng.Intn(256))

@@ -132,11 +132,14 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 	if err := json.Unmarshal(data, &labels); err != nil {
 		return fmt.Errorf("%s: %w", labelsPath, err)
 	}
-	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		return errs[0]
+	entries, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		return err
 	}
-	s, _ := scan.New(entries)
+	s, err := scan.New(entries)
+	if err != nil {
+		return err
+	}
 	per := map[string]*tally{}
 	perFamily := map[string]*tally{}
 	var all tally

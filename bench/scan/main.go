@@ -61,9 +61,9 @@ func run(sizeArg, keep, deadends string, limit time.Duration, runs int) error {
 		return err
 	}
 	defer cleanup()
-	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		return errs[0]
+	entries, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		return err
 	}
 	logf := filepath.Join(dir, fmt.Sprintf("train-%d.log", want))
 	if st, err := os.Stat(logf); err == nil && st.Size() >= want {

@@ -191,17 +191,17 @@ func loadLogs(set string) ([][]byte, string, error) {
 // loadService builds the engine gpudx serve runs, on the built-in
 // knowledge base.
 func loadService() (*service.Service, error) {
-	entries, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	entries, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		return nil, err
 	}
 	b := kb.NewBase()
 	for _, e := range entries {
 		b.Add(e)
 	}
-	svc, errs := service.New(b, nil)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	svc, err := service.New(b, nil)
+	if err != nil {
+		return nil, err
 	}
 	return svc, nil
 }

@@ -238,6 +238,9 @@ func TestSeedOverridesAndIsReported(t *testing.T) {
 }
 
 func TestDeadendsCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lints 2,522 files; runs without -short")
+	}
 	corpus := "../../../shared/fixtures/deadends/canons"
 	if _, err := os.Stat(corpus); err != nil {
 		sharedtest.Missing(t, "fixtures/deadends/canons")
@@ -312,6 +315,9 @@ func TestKBCommands(t *testing.T) {
 	r = run(t, "", nil, "kb", "show", "--lang", "zh", "cuda/misaligned-address")
 	if r.code != 0 || !strings.Contains(r.out, "不要浪费时间") {
 		t.Errorf("show zh: %s", r.out)
+	}
+	if testing.Short() {
+		return // linting the built-in base takes seconds; knowledge.TestLintClean does it too
 	}
 	r = run(t, "", nil, "kb", "lint")
 	if r.code != 0 || !strings.Contains(r.err, "no problems") {
@@ -411,7 +417,11 @@ func TestExplainAndEnvCommand(t *testing.T) {
 			t.Errorf("env --file %s: exit %d, %q", bad, r.code, r.err)
 		}
 	}
-	// Live collection never fails, whatever is installed.
+	// Live collection never fails, whatever is installed. It runs Python
+	// and nvidia-smi, seconds each.
+	if testing.Short() {
+		return
+	}
 	if r = run(t, "", nil, "env", "-f", "json"); r.code != 0 {
 		t.Errorf("gpudx env: exit %d %s", r.code, r.err)
 	}

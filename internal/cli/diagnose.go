@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/internal/render"
+	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/scan"
 )
 
@@ -118,8 +119,10 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		return err
 	}
 	defer closeOutcomes()
-	sc, errs := scan.New(base.Entries())
-	for _, e := range errs {
+	sc, err := scan.New(base.Entries())
+	var skipped kb.ErrorList
+	errors.As(err, &skipped)
+	for _, e := range skipped {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
 	}
 	col := diagnose.NewCollector(sc.Entries())

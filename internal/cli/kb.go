@@ -230,17 +230,19 @@ Exit status 1 when any problem is found.`,
 // at the given paths. A path that cannot be read is a usage error.
 func lintFiles(args []string) ([]kb.File, error) {
 	if len(args) == 0 {
-		files, errs := kb.ReadFS(knowledge.FS, ".", "knowledge/")
-		if len(errs) > 0 {
-			return nil, &exitError{ExitInternal, errors.Join(errs...)}
+		files, err := kb.ReadFS(knowledge.FS, ".", "knowledge/")
+		var list kb.ErrorList
+		if errors.As(err, &list) {
+			return nil, &exitError{ExitInternal, errors.Join(list...)}
 		}
 		return files, nil
 	}
 	var files []kb.File
 	for _, a := range args {
-		got, errs := kb.ReadPath(a)
-		if len(errs) > 0 {
-			return nil, usageErr("%v", errors.Join(errs...))
+		got, err := kb.ReadPath(a)
+		var list kb.ErrorList
+		if errors.As(err, &list) {
+			return nil, usageErr("%v", errors.Join(list...))
 		}
 		files = append(files, got...)
 	}
@@ -335,7 +337,9 @@ func runConvert(env *IO, src, out string) error {
 	if _, err := os.Stat(src); err != nil {
 		return usageErr("%s: %v", src, unwrapPath(err))
 	}
-	entries, errs := kb.LoadPath(src)
+	entries, err := kb.LoadPath(src)
+	var errs kb.ErrorList
+	errors.As(err, &errs)
 	for _, err := range errs {
 		fmt.Fprintf(env.Err, "gpudx: skipped %v\n", err)
 	}

@@ -22,10 +22,11 @@ var (
 // built-in entry is a bug in this build, reported as an internal error.
 func loadEmbedded() (*kb.Base, error) {
 	embeddedOnce.Do(func() {
-		var errs []error
-		embedded, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		if len(errs) > 0 {
-			embeddedErr = &exitError{ExitInternal, fmt.Errorf("built-in knowledge base: %w", errors.Join(errs...))}
+		var err error
+		embedded, err = kb.LoadFS(knowledge.FS, ".", "knowledge/")
+		var list kb.ErrorList
+		if errors.As(err, &list) {
+			embeddedErr = &exitError{ExitInternal, fmt.Errorf("built-in knowledge base: %w", errors.Join(list...))}
 		}
 	})
 	if embeddedErr != nil {
@@ -74,8 +75,10 @@ func loadBase(extra []string, env *IO) (*kb.Base, error) {
 		if _, err := os.Stat(p); err != nil {
 			return nil, usageErr("--kb %s: %v", p, errors.Unwrap(err))
 		}
-		entries, errs := kb.LoadPath(p)
-		for _, err := range errs {
+		entries, err := kb.LoadPath(p)
+		var list kb.ErrorList
+		errors.As(err, &list)
+		for _, err := range list {
 			fmt.Fprintf(env.Err, "gpudx: warning: skipped %v\n", err)
 		}
 		for _, e := range entries {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpudx/gpudx/internal/mcpserver"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/outcome"
 )
 
@@ -97,7 +98,7 @@ func runMCP(env *IO, o mcpOpts) error {
 	if o.noDB {
 		fmt.Fprintln(env.Err, "gpudx mcp: --no-db: serving without an outcome database; report_outcome will answer with an error")
 	} else {
-		s, err := outcome.Open(ctx, o.db, env.Getenv)
+		s, err := store.Open(ctx, o.db, env.Getenv)
 		if err != nil {
 			// An agent cannot fix flags; serving without reports beats
 			// not serving at all.

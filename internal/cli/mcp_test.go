@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -40,18 +39,25 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// buildGpudx builds the gpudx binary into dir, from the module root.
-func buildGpudx(t *testing.T, dir string) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+// asGpudx, set in a child's environment, makes the test binary run the
+// command line instead of the tests (TestMain): the stdio tests start a
+// real gpudx process without building one.
+const asGpudx = "GPUDX_TEST_AS_GPUDX"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asGpudx) == "1" {
+		os.Exit(Run(os.Args[1:], StdIO())) // what cmd/gpudx does
 	}
-	bin := filepath.Join(dir, "gpudx")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/gpudx")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	os.Exit(m.Run())
+}
+
+// gpudxBinary is the test binary itself, which is gpudx in a child
+// started with asGpudx set (startMCP sets it).
+func gpudxBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -61,7 +67,7 @@ func buildGpudx(t *testing.T, dir string) string {
 func startMCP(t *testing.T, bin string, args ...string) (*mcp.ClientSession, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
-	cmd.Env = append(os.Environ(), "GPUDX_KB=")
+	cmd.Env = append(os.Environ(), "GPUDX_KB=", asGpudx+"=1")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	c := mcp.NewClient(&mcp.Implementation{Name: "gpudx-test", Version: "1"}, nil)
@@ -99,11 +105,11 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 	return text
 }
 
-// TestMCPStdio runs the real binary as an agent does, over a stdio pipe.
-// The binary is built once for all its subtests.
+// TestMCPStdio runs gpudx in its own process as an agent does, over a
+// stdio pipe.
 func TestMCPStdio(t *testing.T) {
 	tmp := t.TempDir()
-	bin := buildGpudx(t, tmp)
+	bin := gpudxBinary(t)
 	t.Run("tools", func(t *testing.T) { testStdioTools(t, bin, filepath.Join(tmp, "outcomes.db")) })
 	t.Run("no database", func(t *testing.T) { testStdioNoDB(t, bin) })
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/internal/render"
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
 )
@@ -368,7 +369,7 @@ func dbName(st outcome.Store, db string, env *IO) string {
 		return s.String()
 	}
 	if db == "" {
-		db, _ = outcome.DefaultPath(env.Getenv)
+		db, _ = store.DefaultPath(env.Getenv)
 	}
 	return db + " (no reports yet)"
 }
@@ -380,11 +381,11 @@ func writeJSON(env *IO, v any) error { return render.WriteJSON(env.Out, v) }
 // there is no database yet, unless db names one and mustExist is set.
 func openOutcomes(ctx context.Context, env *IO, db string, mustExist bool) (outcome.Store, error) {
 	if db == "" {
-		if _, err := outcome.DefaultPath(env.Getenv); err != nil {
+		if _, err := store.DefaultPath(env.Getenv); err != nil {
 			return nil, nil // no home: no default file either
 		}
 	}
-	st, err := outcome.OpenExisting(ctx, db, env.Getenv)
+	st, err := store.OpenExisting(ctx, db, env.Getenv)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && (db == "" || !mustExist):
 		return nil, nil

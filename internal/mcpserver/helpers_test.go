@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/outcome"
@@ -28,9 +28,7 @@ var (
 func newService(t *testing.T, st outcome.Store) *service.Service {
 	t.Helper()
 	baseOnce.Do(func() {
-		var errs []error
-		entries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		baseErr = errors.Join(errs...)
+		entries, baseErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if baseErr != nil {
 		t.Fatal(baseErr)
@@ -39,9 +37,9 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 	for _, e := range entries {
 		b.Add(e)
 	}
-	s, errs := service.New(b, st)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := service.New(b, st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
@@ -49,7 +47,7 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 // sqliteStore opens a fresh SQLite outcome store in the test's temp dir.
 func sqliteStore(t *testing.T) outcome.Store {
 	t.Helper()
-	st, err := outcome.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), os.Getenv)
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/internal/store"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/outcome"
@@ -40,9 +40,7 @@ var (
 func newService(t *testing.T, st outcome.Store) *service.Service {
 	t.Helper()
 	kbOnce.Do(func() {
-		var errs []error
-		kbEntries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		kbErr = errors.Join(errs...)
+		kbEntries, kbErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if kbErr != nil {
 		t.Fatal(kbErr)
@@ -51,9 +49,9 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 	for _, e := range kbEntries {
 		b.Add(e)
 	}
-	svc, errs := service.New(b, st)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	svc, err := service.New(b, st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return svc
 }
@@ -72,7 +70,7 @@ func newServer(t *testing.T, st outcome.Store, opt Options) (*Server, *syncBuffe
 // sqliteStore is a real outcome store in a temporary file.
 func sqliteStore(t *testing.T) outcome.Store {
 	t.Helper()
-	st, err := outcome.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), func(string) string { return "" })
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "outcomes.db"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

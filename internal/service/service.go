@@ -33,10 +33,11 @@ type Service struct {
 
 // New compiles base for scanning. store may be nil; then no outcomes are
 // recorded and rates are the curated ones. Entries whose regex does not
-// compile are left out and returned as warnings.
-func New(base *kb.Base, store outcome.Store) (*Service, []error) {
-	sc, errs := scan.New(base.Entries())
-	return &Service{base: base, sc: sc, store: store}, errs
+// compile are left out and reported in err (a kb.ErrorList), as warnings:
+// the Service is usable either way.
+func New(base *kb.Base, store outcome.Store) (s *Service, err error) {
+	sc, err := scan.New(base.Entries())
+	return &Service{base: base, sc: sc, store: store}, err
 }
 
 // Base is the knowledge base the service answers from.

@@ -26,9 +26,7 @@ var (
 func newTestService(t *testing.T, st outcome.Store) *Service {
 	t.Helper()
 	baseOnce.Do(func() {
-		var errs []error
-		entries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		baseErr = errors.Join(errs...)
+		entries, baseErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if baseErr != nil {
 		t.Fatal(baseErr)
@@ -37,9 +35,9 @@ func newTestService(t *testing.T, st outcome.Store) *Service {
 	for _, e := range entries {
 		b.Add(e)
 	}
-	s, errs := New(b, st)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := New(b, st)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

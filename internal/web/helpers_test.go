@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -33,9 +32,7 @@ var (
 func newService(t testing.TB, store outcome.Store) *service.Service {
 	t.Helper()
 	kbOnce.Do(func() {
-		var errs []error
-		kbEntries, errs = kb.LoadFS(knowledge.FS, ".", "knowledge/")
-		kbErr = errors.Join(errs...)
+		kbEntries, kbErr = kb.LoadFS(knowledge.FS, ".", "knowledge/")
 	})
 	if kbErr != nil {
 		t.Fatal(kbErr)
@@ -44,9 +41,9 @@ func newService(t testing.TB, store outcome.Store) *service.Service {
 	for _, e := range kbEntries {
 		b.Add(e)
 	}
-	s, errs := service.New(b, store)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := service.New(b, store)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

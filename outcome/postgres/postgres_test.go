@@ -1,4 +1,4 @@
-package outcome
+package postgres
 
 import (
 	"context"
@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpudx/gpudx/outcome"
+	"github.com/gpudx/gpudx/outcome/internal/storetest"
 	"github.com/jackc/pgx/v5"
 )
+
+const oom = storetest.OOM
 
 // pgDSN returns GPUDX_TEST_POSTGRES with a search_path naming a fresh
 // schema, dropped when the test ends. Without a reachable server the test
@@ -66,7 +70,7 @@ func pgDSN(t *testing.T) string {
 	return u.String()
 }
 
-func TestPostgresContract(t *testing.T) { testContract(t, pgDSN) }
+func TestPostgresContract(t *testing.T) { storetest.Contract(t, Open, pgDSN) }
 
 // TestPostgresSchemaRace starts several servers' stores at once on an
 // empty schema: the advisory lock must leave one schema and no errors.
@@ -74,10 +78,10 @@ func TestPostgresSchemaRace(t *testing.T) {
 	dsn := pgDSN(t)
 	const n = 6
 	var wg sync.WaitGroup
-	stores := make([]Store, n)
+	stores := make([]outcome.Store, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), dsn, nil) })
+		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), dsn) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -88,12 +92,12 @@ func TestPostgresSchemaRace(t *testing.T) {
 	}
 	// Each store writes; every one sees every report.
 	for i, st := range stores {
-		if _, err := st.Record(context.Background(), Report{EntryID: oom, Kind: Workaround, Index: 2, Worked: i%2 == 0}); err != nil {
+		if _, err := st.Record(context.Background(), outcome.Report{EntryID: oom, Kind: outcome.Workaround, Index: 2, Worked: i%2 == 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, st := range stores {
-		wantTallies(t, st, oom, map[Key]Tally{{oom, Workaround, 2}: {Worked: 3, Failed: 3}})
+		storetest.WantTallies(t, st, oom, map[outcome.Key]outcome.Tally{{EntryID: oom, Kind: outcome.Workaround, Index: 2}: {Worked: 3, Failed: 3}})
 	}
 	var version int
 	err := stores[0].(*pgStore).with(context.Background(), func(c *pgx.Conn) error {
@@ -121,7 +125,7 @@ func TestPostgresErrors(t *testing.T) {
 		{"nobody listening", "postgresql://u:hunter2-secret@127.0.0.1:1/db?connect_timeout=5&password=hunter2-secret", "outcome database postgresql://u@127.0.0.1:1/db: connecting: failed to connect to"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := Open(ctx, tt.dsn, nil)
+			st, err := Open(ctx, tt.dsn)
 			if err == nil {
 				st.Close()
 				t.Fatal("opened")
@@ -153,5 +157,20 @@ func TestPostgresKill(t *testing.T) {
 		t.Skip("starts a writer process")
 	}
 	dsn := pgDSN(t)
-	checkAcked(t, dsn, killWriter(t, dsn))
+	storetest.CheckAcked(t, Open, storedIDs, dsn, storetest.KillWriter(t, dsn))
+}
+
+// TestKillChild is the writer the kill test starts in a child process.
+func TestKillChild(t *testing.T) { storetest.KillChild(t, Open) }
+
+func storedIDs(st outcome.Store) (map[string]int, error) {
+	ids := map[string]int{}
+	err := st.(*pgStore).with(context.Background(), func(c *pgx.Conn) error {
+		rows, _ := c.Query(context.Background(), storetest.StoredIDsQuery)
+		var id string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error { ids[id] = n; return nil })
+		return err
+	})
+	return ids, err
 }

@@ -1,30 +1,35 @@
-package outcome
+package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpudx/gpudx/outcome"
+	"github.com/gpudx/gpudx/outcome/internal/storetest"
 )
+
+const oom = storetest.OOM
 
 func sqliteDSN(t *testing.T) string { return filepath.Join(t.TempDir(), "outcomes.db") }
 
-func TestSQLiteContract(t *testing.T) { testContract(t, sqliteDSN) }
+func TestSQLiteContract(t *testing.T) { storetest.Contract(t, Open, sqliteDSN) }
 
 // TestSQLiteFile checks what Open leaves on disk: the folder made for it
 // (private), the file (private), WAL and full syncs on the connections.
 func TestSQLiteFile(t *testing.T) {
 	dir := t.TempDir()
-	env := map[string]string{"XDG_DATA_HOME": dir}
-	st, err := Open(context.Background(), "", func(k string) string { return env[k] })
+	path := filepath.Join(dir, "gpudx", "outcomes.db")
+	st, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	path := filepath.Join(dir, "gpudx", "outcomes.db")
 	if got := st.(*sqliteStore).path; got != path {
 		t.Errorf("opened %s, want %s", got, path)
 	}
@@ -49,7 +54,7 @@ func TestSQLiteOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer := filepath.Join(dir, "newer.db")
-	st, err := Open(context.Background(), newer, nil)
+	st, err := Open(context.Background(), newer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func TestSQLiteOpenErrors(t *testing.T) {
 		{"written by a newer gpudx", newer, "outcome database " + newer + ": schema version 7 is newer than this gpudx knows (1): upgrade gpudx"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := Open(context.Background(), tt.dsn, nil)
+			st, err := Open(context.Background(), tt.dsn)
 			if err == nil {
 				st.Close()
 				t.Fatal("opened")
@@ -74,36 +79,33 @@ func TestSQLiteOpenErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Open(context.Background(), "", func(string) string { return "" }); err == nil || err.Error() != "no data directory for the outcome database: neither XDG_DATA_HOME nor HOME is set (give --db)" {
-		t.Errorf("no data directory: %v", err)
-	}
 }
 
 // TestOpenExisting checks that a reader never creates the database.
 func TestOpenExisting(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "outcomes.db")
-	_, err := OpenExisting(context.Background(), path, nil)
+	_, err := OpenExisting(context.Background(), path)
 	if !errors.Is(err, ErrNoDatabase) || !errors.Is(err, fs.ErrNotExist) || err.Error() != "outcome database "+path+": no outcome database: file does not exist" {
 		t.Errorf("OpenExisting on nothing: %v", err)
 	}
 	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenExisting created %s (%v)", filepath.Dir(path), err)
 	}
-	st, err := Open(context.Background(), path, nil)
+	st, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Record(context.Background(), Report{EntryID: oom, Kind: Workaround, Index: 1, Worked: true}); err != nil {
+	if _, err := st.Record(context.Background(), outcome.Report{EntryID: oom, Kind: outcome.Workaround, Index: 1, Worked: true}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	st, err = OpenExisting(context.Background(), path, nil)
+	st, err = OpenExisting(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	wantTallies(t, st, oom, map[Key]Tally{{oom, Workaround, 1}: {Worked: 1}})
+	storetest.WantTallies(t, st, oom, map[outcome.Key]outcome.Tally{{EntryID: oom, Kind: outcome.Workaround, Index: 1}: {Worked: 1}})
 }
 
 // TestSQLiteKill kills a writer mid-stream: every report it acknowledged
@@ -113,10 +115,35 @@ func TestSQLiteKill(t *testing.T) {
 		t.Skip("starts a writer process")
 	}
 	dsn := sqliteDSN(t)
-	acked := killWriter(t, dsn)
-	st := checkAcked(t, dsn, acked)
+	acked := storetest.KillWriter(t, dsn)
+	st := storetest.CheckAcked(t, Open, storedIDs, dsn, acked)
 	var ok string
 	if err := st.(*sqliteStore).db.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 		t.Errorf("integrity_check: %q, %v", ok, err)
 	}
+}
+
+// TestKillChild is the writer the kill test starts in a child process.
+func TestKillChild(t *testing.T) { storetest.KillChild(t, Open) }
+
+func storedIDs(st outcome.Store) (map[string]int, error) {
+	rows, err := st.(*sqliteStore).db.Query(storetest.StoredIDsQuery)
+	if err != nil {
+		return nil, err
+	}
+	return countIDs(rows)
+}
+
+func countIDs(rows *sql.Rows) (map[string]int, error) {
+	defer rows.Close()
+	ids := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		ids[id] = n
+	}
+	return ids, rows.Err()
 }

@@ -1,4 +1,6 @@
-package outcome
+// Package postgres keeps outcome reports in PostgreSQL (pgx), which
+// several gpudx servers can share.
+package postgres
 
 import (
 	"context"
@@ -7,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpudx/gpudx/outcome"
+	"github.com/gpudx/gpudx/outcome/internal/sqlutil"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -43,11 +47,14 @@ const schemaLock = 0x6770756478
 // maxConns bounds the connections one store opens.
 const maxConns = 8
 
-func openPostgres(ctx context.Context, dsn string) (Store, error) {
+// Open connects to the PostgreSQL database the postgres:// or
+// postgresql:// URL dsn names, and creates or brings up to date its
+// schema. Errors name the database without its password.
+func Open(ctx context.Context, dsn string) (outcome.Store, error) {
 	label, secret := redactURL(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, wrapErr(label, "parsing the URL", err, secret)
+		return nil, sqlutil.Wrap(label, "parsing the URL", err, secret)
 	}
 	if secret == "" {
 		secret = cfg.ConnConfig.Password // from a password file or PGPASSWORD
@@ -55,7 +62,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, wrapErr(label, "connecting", err, secret)
+		return nil, sqlutil.Wrap(label, "connecting", err, secret)
 	}
 	s := &pgStore{pool: pool, label: label, secret: secret}
 	if err := s.migrate(ctx); err != nil {
@@ -88,7 +95,7 @@ func redactURL(dsn string) (label, secret string) {
 	return u.String(), secret
 }
 
-func (s *pgStore) err(op string, err error) error { return wrapErr(s.label, op, err, s.secret) }
+func (s *pgStore) err(op string, err error) error { return sqlutil.Wrap(s.label, op, err, s.secret) }
 
 // with runs f on a pooled connection, waiting for one when all are busy.
 func (s *pgStore) with(ctx context.Context, f func(*pgx.Conn) error) error {
@@ -145,30 +152,30 @@ func (s *pgStore) migrate(ctx context.Context) error {
 // its own). A concurrent insert of the same request id waits for the
 // first to commit and then does nothing, so the comparison that follows
 // sees the stored report.
-func (s *pgStore) Record(ctx context.Context, r Report) (dup bool, err error) {
+func (s *pgStore) Record(ctx context.Context, r outcome.Report) (dup bool, err error) {
 	if err := r.Validate(); err != nil {
 		return false, err
 	}
-	r = stamp(r)
+	r = sqlutil.Stamp(r)
 	err = s.with(ctx, func(c *pgx.Conn) error {
 		tag, err := c.Exec(ctx, `INSERT INTO outcome_reports
 			(request_id, entry_id, kind, idx, worked, note, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO NOTHING`,
-			nullable(r.RequestID), r.EntryID, string(r.Kind), r.Index, r.Worked, r.Note, r.Time)
+			sqlutil.Nullable(r.RequestID), r.EntryID, string(r.Kind), r.Index, r.Worked, r.Note, r.Time)
 		if err != nil {
 			return s.err("recording", err)
 		}
 		if tag.RowsAffected() == 1 {
 			return nil
 		}
-		var old Report
+		var old outcome.Report
 		var kind string
 		if err := c.QueryRow(ctx, `SELECT entry_id, kind, idx, worked FROM outcome_reports WHERE request_id = $1`,
 			r.RequestID).Scan(&old.EntryID, &kind, &old.Index, &old.Worked); err != nil {
 			return s.err("reading the earlier report", err)
 		}
-		old.Kind = Kind(kind)
-		if err := sameAs(old, r); err != nil {
+		old.Kind = outcome.Kind(kind)
+		if err := sqlutil.SameAs(old, r); err != nil {
 			return err
 		}
 		dup = true
@@ -177,14 +184,14 @@ func (s *pgStore) Record(ctx context.Context, r Report) (dup bool, err error) {
 	return dup, err
 }
 
-func (s *pgStore) Tallies(ctx context.Context, entryID string) (t map[Key]Tally, err error) {
+func (s *pgStore) Tallies(ctx context.Context, entryID string) (t map[outcome.Key]outcome.Tally, err error) {
 	err = s.with(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, tallySQL("$1"), entryID)
+		rows, err := c.Query(ctx, sqlutil.TallySQL("$1"), entryID)
 		if err != nil {
 			return s.err("reading outcomes", err)
 		}
 		defer rows.Close()
-		t, err = scanTallies(rows, entryID)
+		t, err = sqlutil.ScanTallies(rows, entryID)
 		return s.err("reading outcomes", err)
 	})
 	return t, err

@@ -1,10 +1,9 @@
-package outcome
+package storetest
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/gpudx/gpudx/outcome"
 )
 
 // killEnv hands the child writer of a kill test its database.
@@ -23,21 +22,22 @@ const killEnv = "GPUDX_OUTCOME_KILL_DSN"
 // it kills the writer.
 const killAfter = 200
 
-// TestKillChild is the writer of the kill tests, run in a child process:
-// it records reports in a loop and prints each request id only after
-// Record returned. Run on its own it does nothing.
-func TestKillChild(t *testing.T) {
+// KillChild is the writer of the kill tests, run by a test named
+// TestKillChild in a child process: it records reports in a loop and
+// prints each request id only after Record returned. Run on its own it
+// does nothing.
+func KillChild(t *testing.T, openStore Opener) {
 	dsn := os.Getenv(killEnv)
 	if dsn == "" {
 		t.Skip("the writer of the kill tests; it runs only in their child process")
 	}
-	st, err := Open(context.Background(), dsn, nil)
+	st, err := openStore(context.Background(), dsn)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
 	for i := range 1_000_000 {
-		r := Report{RequestID: fmt.Sprintf("kill-%07d", i), EntryID: watchdog, Kind: Workaround, Index: i % 4, Worked: i%3 == 0}
+		r := outcome.Report{RequestID: fmt.Sprintf("kill-%07d", i), EntryID: Watchdog, Kind: outcome.Workaround, Index: i % 4, Worked: i%3 == 0}
 		if _, err := st.Record(context.Background(), r); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
@@ -47,10 +47,10 @@ func TestKillChild(t *testing.T) {
 	os.Exit(4) // never reached before the kill
 }
 
-// killWriter runs TestKillChild on dsn, SIGKILLs it after killAfter
+// KillWriter runs TestKillChild on dsn, SIGKILLs it after killAfter
 // acknowledgements and returns every id it acknowledged, including those
 // still in the pipe when it died.
-func killWriter(t *testing.T, dsn string) []string {
+func KillWriter(t *testing.T, dsn string) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), killEnv+"="+dsn)
@@ -87,17 +87,21 @@ func killWriter(t *testing.T, dsn string) []string {
 	return acked
 }
 
-// checkAcked reopens the database and checks that every acknowledged
+// CheckAcked reopens the database and checks that every acknowledged
 // report is stored exactly once, and nothing else but the one report that
-// may have been written when the kill came.
-func checkAcked(t *testing.T, dsn string, acked []string) Store {
+// may have been written when the kill came. storedIDs counts the stored
+// reports by request id.
+func CheckAcked(t *testing.T, openStore Opener, storedIDs func(outcome.Store) (map[string]int, error), dsn string, acked []string) outcome.Store {
 	t.Helper()
-	st, err := Open(context.Background(), dsn, nil)
+	st, err := openStore(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("reopening after the kill: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	stored := storedIDs(t, st)
+	stored, err := storedIDs(st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range acked {
 		if stored[id] != 1 {
 			t.Errorf("acknowledged report %s is stored %d times", id, stored[id])
@@ -106,7 +110,7 @@ func checkAcked(t *testing.T, dsn string, acked []string) Store {
 	if len(stored) < len(acked) || len(stored) > len(acked)+1 {
 		t.Errorf("%d reports stored, %d acknowledged", len(stored), len(acked))
 	}
-	tallies, err := st.Tallies(context.Background(), watchdog)
+	tallies, err := st.Tallies(context.Background(), Watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,42 +125,5 @@ func checkAcked(t *testing.T, dsn string, acked []string) Store {
 	return st
 }
 
-// storedIDs counts the stored reports by request id.
-func storedIDs(t *testing.T, st Store) map[string]int {
-	t.Helper()
-	const q = "SELECT request_id, COUNT(*) FROM outcome_reports GROUP BY request_id"
-	ids := map[string]int{}
-	var err error
-	switch s := st.(type) {
-	case *sqliteStore:
-		var rows *sql.Rows
-		if rows, err = s.db.Query(q); err == nil {
-			defer rows.Close()
-			for rows.Next() {
-				var id string
-				var n int
-				if err = rows.Scan(&id, &n); err != nil {
-					break
-				}
-				ids[id] = n
-			}
-			if err == nil {
-				err = rows.Err()
-			}
-		}
-	case *pgStore:
-		err = s.with(context.Background(), func(c *pgx.Conn) error {
-			rows, _ := c.Query(context.Background(), q)
-			var id string
-			var n int
-			_, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error { ids[id] = n; return nil })
-			return err
-		})
-	default:
-		t.Fatalf("store %T", st)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
+// StoredIDsQuery counts the stored reports by request id.
+const StoredIDsQuery = "SELECT request_id, COUNT(*) FROM outcome_reports GROUP BY request_id"

@@ -1,4 +1,6 @@
-package outcome
+// Package sqlite keeps outcome reports in one SQLite file (modernc.org/sqlite,
+// no cgo): the default store of a single gpudx.
+package sqlite
 
 import (
 	"context"
@@ -11,8 +13,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpudx/gpudx/outcome"
+	"github.com/gpudx/gpudx/outcome/internal/sqlutil"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
+
+// ErrNoDatabase is returned by OpenExisting when the file does not exist.
+// It matches fs.ErrNotExist too.
+var ErrNoDatabase = fmt.Errorf("no outcome database: %w", fs.ErrNotExist)
 
 // sqliteStore keeps reports in one SQLite file. WAL lets readers run while
 // a report is written; synchronous=FULL syncs the WAL on every commit, so
@@ -42,12 +50,24 @@ var sqliteSchema = []string{
 // process on the same file) before giving up.
 const busyTimeout = 10 * time.Second
 
-func openSQLite(ctx context.Context, path string, create bool) (Store, error) {
+// Open opens the SQLite file at path, creating it and its folder when
+// missing, and creates or brings up to date its schema.
+func Open(ctx context.Context, path string) (outcome.Store, error) {
+	return open(ctx, path, true)
+}
+
+// OpenExisting is Open without creating anything: a file that does not
+// exist yet is ErrNoDatabase.
+func OpenExisting(ctx context.Context, path string) (outcome.Store, error) {
+	return open(ctx, path, false)
+}
+
+func open(ctx context.Context, path string, create bool) (outcome.Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, wrapErr(path, "", err, "")
+		return nil, sqlutil.Wrap(path, "", err, "")
 	}
-	fail := func(op string, err error) (Store, error) { return nil, wrapErr(abs, op, err, "") }
+	fail := func(op string, err error) (outcome.Store, error) { return nil, sqlutil.Wrap(abs, op, err, "") }
 	fi, err := os.Stat(abs)
 	switch {
 	case err == nil && fi.IsDir():
@@ -56,7 +76,7 @@ func openSQLite(ctx context.Context, path string, create bool) (Store, error) {
 		return fail("", err)
 	case err != nil:
 		if !create {
-			return nil, wrapErr(abs, "", ErrNoDatabase, "")
+			return nil, sqlutil.Wrap(abs, "", ErrNoDatabase, "")
 		}
 		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 			return fail("creating its folder", err)
@@ -116,13 +136,13 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	return s.err("creating the schema", tx.Commit())
 }
 
-func (s *sqliteStore) err(op string, err error) error { return wrapErr(s.path, op, err, "") }
+func (s *sqliteStore) err(op string, err error) error { return sqlutil.Wrap(s.path, op, err, "") }
 
-func (s *sqliteStore) Record(ctx context.Context, r Report) (bool, error) {
+func (s *sqliteStore) Record(ctx context.Context, r outcome.Report) (bool, error) {
 	if err := r.Validate(); err != nil {
 		return false, err
 	}
-	r = stamp(r)
+	r = sqlutil.Stamp(r)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, s.err("recording", err)
@@ -131,7 +151,7 @@ func (s *sqliteStore) Record(ctx context.Context, r Report) (bool, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO outcome_reports
 		(request_id, entry_id, kind, idx, worked, note, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`,
-		nullable(r.RequestID), r.EntryID, string(r.Kind), r.Index, r.Worked, r.Note,
+		sqlutil.Nullable(r.RequestID), r.EntryID, string(r.Kind), r.Index, r.Worked, r.Note,
 		r.Time.Format(time.RFC3339Nano))
 	if err != nil {
 		return false, s.err("recording", err)
@@ -141,14 +161,14 @@ func (s *sqliteStore) Record(ctx context.Context, r Report) (bool, error) {
 		return false, s.err("recording", err)
 	}
 	if n == 0 {
-		var old Report
+		var old outcome.Report
 		var kind string
 		if err := tx.QueryRowContext(ctx, `SELECT entry_id, kind, idx, worked FROM outcome_reports WHERE request_id = ?`,
 			r.RequestID).Scan(&old.EntryID, &kind, &old.Index, &old.Worked); err != nil {
 			return false, s.err("reading the earlier report", err)
 		}
-		old.Kind = Kind(kind)
-		if err := sameAs(old, r); err != nil {
+		old.Kind = outcome.Kind(kind)
+		if err := sqlutil.SameAs(old, r); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -159,12 +179,12 @@ func (s *sqliteStore) Record(ctx context.Context, r Report) (bool, error) {
 	return false, nil
 }
 
-func (s *sqliteStore) Tallies(ctx context.Context, entryID string) (map[Key]Tally, error) {
-	rows, err := s.db.QueryContext(ctx, tallySQL("?"), entryID)
+func (s *sqliteStore) Tallies(ctx context.Context, entryID string) (map[outcome.Key]outcome.Tally, error) {
+	rows, err := s.db.QueryContext(ctx, sqlutil.TallySQL("?"), entryID)
 	if err != nil {
 		return nil, s.err("reading outcomes", err)
 	}
-	t, err := scanTallies(rows, entryID)
+	t, err := sqlutil.ScanTallies(rows, entryID)
 	return t, s.err("reading outcomes", err)
 }
 
