@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // appendItems appends items to the list *t, giving an empty list its
@@ -46,6 +47,7 @@ func (d *decoder) appendItems(op byte, t *value, items []value) error {
 			}
 		}
 		d.lists = append(d.lists, glist{items: start})
+		d.held += listSize + valueSize*int64(cap(start))
 		*t = value{k: kList, n: uint64(len(d.lists) - 1)}
 		d.setMemo(slot, *t)
 	case kList:
@@ -53,6 +55,10 @@ func (d *decoder) appendItems(op byte, t *value, items []value) error {
 		return d.fail(op, "appending to %s, not a list", t.k)
 	}
 	l := &d.lists[t.n]
+	c := cap(l.items)
+	// Charged by capacity: a list grown by doubling holds up to twice its
+	// items.
+	defer func() { d.held += valueSize * int64(cap(l.items)-c) }()
 	for _, it := range items {
 		if it.k == kTrace {
 			switch {
@@ -87,6 +93,7 @@ func allFrames(items []value) bool {
 // frameValue turns a frame of a stack back into a frame value (for the rare
 // list that mixes frames with other values after it became a stack).
 func (d *decoder) frameValue(f Frame) value {
+	d.held += frameSize + 4
 	d.frames = append(d.frames, f)
 	d.frameCanon = append(d.frameCanon, 0)
 	return value{k: kFrame, n: uint64(len(d.frames) - 1)}
@@ -100,6 +107,7 @@ func (d *decoder) canonFrame(f Frame) uint32 {
 	}
 	id := uint32(len(d.frameIDs))
 	d.frameIDs[f] = id
+	d.held += frameSize + 4 + mapEntry
 	return id
 }
 
@@ -149,6 +157,7 @@ func (d *decoder) internStack(op byte, base []Frame, items []value) (StackID, er
 	id := StackID(len(d.stacks))
 	d.stacks = append(d.stacks, fs)
 	d.stackIDs[string(key)] = id
+	d.held += 24 + frameSize*int64(cap(fs)) + int64(len(key)) + 16 + 4 + mapEntry
 	return id, nil
 }
 
@@ -187,15 +196,19 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 		}
 		switch {
 		case action:
+			d.held += int64(unsafe.Sizeof(TraceEntry{}))
 			d.traces.Append(TraceEntry{})
 			*t = value{k: kTrace, n: uint64(d.traces.Len() - 1)}
 		case total:
+			d.held += int64(unsafe.Sizeof(Segment{}))
 			d.segs = append(d.segs, Segment{})
 			*t = value{k: kSegment, n: uint64(len(d.segs) - 1)}
 		case state:
+			d.held += int64(unsafe.Sizeof(Block{}))
 			d.blocks = append(d.blocks, Block{})
 			*t = value{k: kBlock, n: uint64(len(d.blocks) - 1)}
 		case filename && line:
+			d.held += frameSize + 4
 			d.frames = append(d.frames, Frame{})
 			d.frameCanon = append(d.frameCanon, 0)
 			*t = value{k: kFrame, n: uint64(len(d.frames) - 1)}
@@ -203,6 +216,7 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 			if err := d.grow(op); err != nil {
 				return err
 			}
+			d.held += dictSize
 			d.dicts = append(d.dicts, gdict{})
 			*t = value{k: kDict, n: uint64(len(d.dicts) - 1)}
 		}
@@ -227,8 +241,10 @@ func (d *decoder) setItems(op byte, t *value, pairs []value) error {
 			err = d.setFrame(op, &d.frames[t.n], d.key(k), v)
 		case kDict:
 			g := &d.dicts[t.n]
+			c := cap(g.keys) + cap(g.vals)
 			g.keys = append(g.keys, k)
 			g.vals = append(g.vals, v)
+			d.held += valueSize * int64(cap(g.keys)+cap(g.vals)-c)
 		default:
 			return d.fail(op, "setting items on %s, not a dict", t.k)
 		}
@@ -392,7 +408,10 @@ func (d *decoder) setMeta(i uint64, f func(*EventMeta)) {
 	if d.metaArr == nil {
 		d.metaArr = map[uint64]EventMeta{}
 	}
-	m := d.metaArr[i]
+	m, ok := d.metaArr[i]
+	if !ok {
+		d.held += 8 + int64(unsafe.Sizeof(m)) + mapEntry
+	}
 	f(&m)
 	d.metaArr[i] = m
 }
@@ -490,6 +509,7 @@ func (d *decoder) takeBlocks(op byte, v value) ([]Block, error) {
 	}
 	items := d.lists[v.n].items
 	bs := make([]Block, len(items))
+	d.held += int64(unsafe.Sizeof(Block{})) * int64(len(items))
 	low := len(d.blocks)
 	for i, it := range items {
 		if it.k != kBlock {
@@ -500,6 +520,7 @@ func (d *decoder) takeBlocks(op byte, v value) ([]Block, error) {
 	}
 	if low+len(items) == len(d.blocks) {
 		d.blocks = d.blocks[:low]
+		d.held -= int64(unsafe.Sizeof(Block{})) * int64(len(items)) // the next segment reuses them
 	}
 	return bs, nil
 }

@@ -121,6 +121,9 @@ func (d *decoder) run() (value, error) {
 			}
 			return value{}, err
 		}
+		if err := d.checkBudget(op, d.heldNow()); err != nil {
+			return value{}, err
+		}
 	}
 }
 
@@ -409,6 +412,7 @@ func (d *decoder) memoLen() uint64 { return d.memoN }
 func (d *decoder) newTuple(items []value) value {
 	t := make([]value, len(items))
 	copy(t, items)
+	d.held += 24 + valueSize*int64(len(items))
 	d.tuples = append(d.tuples, t)
 	return value{k: kTuple, n: uint64(len(d.tuples) - 1)}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"unsafe"
 )
 
 // Limits that keep a hostile file from exhausting memory. Real snapshots
@@ -35,7 +36,37 @@ const (
 	// per objRatio bytes read.
 	objFloor = 1 << 16
 	objRatio = 8
+	// largeString and maxLarge bound the strings that are not names: a
+	// snapshot's strings are symbols, paths and keys, a few KiB at most, so
+	// all the strings over largeString together may hold what one string of
+	// the per-string limit may.
+	largeString = 1 << 20
+	maxLarge    = maxString
 )
+
+// The memory budget: what decoding holds (values on the stack and in lists,
+// dicts and tuples, memo slots, strings, the snapshot's own tables) may grow
+// to memFloor plus memRatio bytes per byte read, and never past
+// Options.MaxMemory. A long snapshot holds about half its size (0.54 for
+// bench/mem's); small ones of frame dicts and segments up to 3.8 times
+// theirs. The hostile shapes this stops (a list appended through a memo
+// reference, lists nested through the memo) hold 8 to 16 bytes per byte.
+const (
+	memFloor = 32 << 20
+	memRatio = 4
+	// DefaultMaxMemory is the cap when Options.MaxMemory is 0: a 4 GiB
+	// snapshot, the server's default upload limit, decodes well within it.
+	DefaultMaxMemory = 4 << 30
+)
+
+// Options bound what Read may hold while it decodes.
+type Options struct {
+	// MaxMemory caps the bytes that decoding may hold, whatever the input's
+	// size: 0 means DefaultMaxMemory. Below it, the budget is 64 MiB plus
+	// 4 bytes per byte read so far (decompressed), so a small file cannot
+	// claim much memory.
+	MaxMemory int64
+}
 
 // Error is a decoding failure at a byte offset of the (decompressed) file.
 type Error struct {
@@ -221,11 +252,23 @@ type decoder struct {
 	stacks     [][]Frame
 	streams    map[uint64]uint16
 	out        *Snapshot
+
+	// held is an estimate, in bytes, of what decoding holds, charged where
+	// it allocates; the stack and the marks are added when it is checked.
+	// maxMem is the cap; large is the bytes of strings over largeString.
+	held   int64
+	maxMem int64
+	large  int64
 }
 
-func newDecoder(r io.Reader) *decoder {
+func newDecoder(r io.Reader, opt Options) *decoder {
+	maxMem := opt.MaxMemory
+	if maxMem <= 0 {
+		maxMem = DefaultMaxMemory
+	}
 	d := &decoder{
 		r:        r,
+		maxMem:   maxMem,
 		buf:      make([]byte, 64<<10),
 		intern:   make(map[string]uint32),
 		streams:  map[uint64]uint16{0: 0},
@@ -255,7 +298,9 @@ func (d *decoder) fill(n int) bool {
 		}
 		if d.end == len(d.buf) {
 			// Grow by doubling as data arrives, never to a length the
-			// file only claims.
+			// file only claims. Only opcodes longer than the buffer grow
+			// it, and strings that long are read past it (readLarge).
+			d.held += int64(len(d.buf))
 			nb := make([]byte, 2*len(d.buf))
 			copy(nb, d.buf[:d.end])
 			d.buf = nb
@@ -314,6 +359,40 @@ func (d *decoder) grow(op byte) error {
 	}
 	return nil
 }
+
+// Sizes charged to the memory budget, with the map and slice headers that
+// come with them where they are per item.
+const (
+	valueSize = int64(unsafe.Sizeof(value{}))
+	listSize  = int64(unsafe.Sizeof(glist{}))
+	dictSize  = int64(unsafe.Sizeof(gdict{}))
+	frameSize = int64(unsafe.Sizeof(Frame{}))
+	mapEntry  = 16 // a map entry's share of its table (control byte, free slots), beyond key and value
+)
+
+// heldNow is what decoding holds: the charges so far, the stack and the
+// marks.
+func (d *decoder) heldNow() int64 {
+	return d.held + int64(cap(d.stack))*valueSize + int64(cap(d.marks))*8
+}
+
+// budget is what decoding may hold once the bytes read so far (up to the
+// end of the current opcode) are decoded.
+func (d *decoder) budget() int64 { return min(d.maxMem, memFloor+memRatio*(d.base+int64(d.pos))) }
+
+// checkBudget refuses a file whose decoding holds more than the budget.
+func (d *decoder) checkBudget(op byte, h int64) error {
+	if h <= d.budget() {
+		return nil
+	}
+	if d.budget() == d.maxMem {
+		return d.fail(op, "decoding would hold %s, more than the memory cap of %s set for this read", mib(h), mib(d.maxMem))
+	}
+	return d.fail(op, "decoding would hold %s after %d bytes, more than the memory budget of %s (%s plus %d bytes per byte read); snapshots hold less than their own size",
+		mib(h), d.base+int64(d.pos), mib(d.budget()), mib(memFloor), memRatio)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (d *decoder) pop(op byte) (value, error) {
 	if len(d.stack) == 0 || (len(d.marks) > 0 && len(d.stack) == d.marks[len(d.marks)-1]) {
@@ -391,11 +470,13 @@ func (d *decoder) memoPut(i uint64, v value) error {
 		if d.sparse == nil {
 			d.sparse = map[uint64]value{}
 		}
+		d.held += 8 + valueSize + mapEntry
 		d.sparse[i] = v
 		return nil
 	}
 	if c == uint64(len(d.memo)) {
 		d.memo = append(d.memo, make([]uint32, 1<<memoBits))
+		d.held += 4<<memoBits + 24
 	}
 	p, ok := pack(v)
 	if !ok {
@@ -405,6 +486,7 @@ func (d *decoder) memoPut(i uint64, v value) error {
 		if d.wide == nil {
 			d.wide = map[uint64]value{}
 		}
+		d.held += 8 + valueSize + mapEntry
 		d.wide[i] = v
 		p = wideTag << packBits
 	}
@@ -501,12 +583,18 @@ func (d *decoder) newString(b []byte, k kind) value {
 			return value{k: kStr, n: uint64(i)}
 		}
 	}
-	s := string(b)
+	return d.addString(string(b), k)
+}
+
+// addString stores s (which no one else may change) as a new string.
+func (d *decoder) addString(s string, k kind) value {
 	i := uint32(len(d.strs))
 	d.strs = append(d.strs, s)
 	d.strKey = append(d.strKey, knownStrings[s])
-	if k == kStr && len(b) <= internMax {
+	d.held += int64(len(s)) + 16 + 1
+	if k == kStr && len(s) <= internMax {
 		d.intern[s] = i
+		d.held += 16 + 4 + mapEntry
 	}
 	return value{k: k, n: uint64(i)}
 }
@@ -515,11 +603,52 @@ func (d *decoder) readString(op byte, n uint64, k kind) error {
 	if n > maxString {
 		return d.fail(op, "a string of %d bytes is longer than any snapshot holds (limit %d)", n, maxString)
 	}
+	if n > largeString {
+		// Refused before it is read: neither the bytes nor the time.
+		if d.large+int64(n) > maxLarge {
+			return d.fail(op, "strings over %d bytes hold %d bytes together with this one of %d (limit %d); a snapshot's strings are names and paths", largeString, d.large+int64(n), n, maxLarge)
+		}
+		if h := d.heldNow() + int64(n); h > d.maxMem {
+			return d.fail(op, "decoding would hold %s with this string of %d bytes, more than the memory cap of %s set for this read", mib(h), n, mib(d.maxMem))
+		}
+		d.large += int64(n)
+		if int(n) > len(d.buf) {
+			return d.readLarge(op, int(n), k)
+		}
+	}
 	b, err := d.bytes(op, int(n))
 	if err != nil {
 		return err
 	}
 	d.push(d.newString(b, k))
+	return nil
+}
+
+// readLarge reads a string longer than the buffer straight into its own
+// memory, so that the buffer does not grow to hold it (and keep that size).
+func (d *decoder) readLarge(op byte, n int, k kind) error {
+	b := make([]byte, n)
+	m := copy(b, d.buf[d.pos:d.end])
+	d.base += int64(d.end)
+	d.pos, d.end = 0, 0
+	if m < n && !d.eof {
+		got, err := io.ReadFull(d.r, b[m:])
+		d.base += int64(got)
+		m += got
+		if err != nil {
+			d.eof = true
+			if err != io.EOF && err != io.ErrUnexpectedEOF {
+				d.rerr = err
+			}
+		}
+	}
+	if m < n {
+		if d.rerr != nil {
+			return &Error{Offset: d.op, Op: op, Msg: "read error: " + d.rerr.Error()}
+		}
+		return &Error{Offset: d.op, Op: op, Msg: fmt.Sprintf("file ends early: the opcode needs %d more bytes, %d left (truncated file?)", n, m)}
+	}
+	d.push(d.addString(unsafe.String(unsafe.SliceData(b), n), k))
 	return nil
 }
 
@@ -563,6 +692,7 @@ func (d *decoder) long(b []byte) value {
 	for i := range b {
 		be[len(b)-1-i] = b[i]
 	}
+	d.held += int64(len(b)) + 64
 	z := new(big.Int).SetBytes(be)
 	if neg {
 		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))

@@ -12,8 +12,13 @@ import (
 // Read decodes a snapshot from r: a pickle as _dump_snapshot writes it, or a
 // pickled memory_snapshot() list, plain or gzip-compressed. Failures are
 // *Error values carrying the byte offset where decoding stopped (an offset
-// into the decompressed stream for gzip input).
-func Read(r io.Reader) (*Snapshot, error) {
+// into the decompressed stream for gzip input). It is ReadWith with the
+// default Options.
+func Read(r io.Reader) (*Snapshot, error) { return ReadWith(r, Options{}) }
+
+// ReadWith is Read within the memory budget of opt: a file whose decoding
+// would hold more is refused with an *Error at the byte where it went over.
+func ReadWith(r io.Reader, opt Options) (*Snapshot, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, _ := br.Peek(2)
 	gz := false
@@ -27,7 +32,7 @@ func Read(r io.Reader) (*Snapshot, error) {
 		zr.Multistream(false)
 		src, gz = zr, true
 	}
-	d := newDecoder(src)
+	d := newDecoder(src, opt)
 	d.out.Layout.Gzip = gz
 	if !d.fill(1) {
 		if d.rerr != nil {
@@ -49,13 +54,16 @@ func Read(r io.Reader) (*Snapshot, error) {
 }
 
 // ReadFile decodes the snapshot in the named file.
-func ReadFile(path string) (*Snapshot, error) {
+func ReadFile(path string) (*Snapshot, error) { return ReadFileWith(path, Options{}) }
+
+// ReadFileWith is ReadFile within the memory budget of opt.
+func ReadFileWith(path string, opt Options) (*Snapshot, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Read(f)
+	return ReadWith(f, opt)
 }
 
 // finish turns the pickle's result into the Snapshot.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"github.com/gpudx/gpudx/internal/sharedtest"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -405,6 +406,15 @@ func TestCorruption(t *testing.T) {
 func FuzzRead(f *testing.F) {
 	for _, p := range []string{"testdata/hand-p2.pickle", "testdata/hand-p4.pickle", "testdata/legacy-p4.pickle", "testdata/list-p4.pickle"} {
 		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	// The hostile shapes, small: lists appended through memo references,
+	// BINBYTES8 strings, lists nested through the memo.
+	for _, r := range []io.Reader{memoBomb(3), bigStrings(3, 100), memoNest(50)} {
+		b, err := io.ReadAll(r)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -426,3 +426,19 @@ func TestExplainAndEnvCommand(t *testing.T) {
 		t.Errorf("gpudx env: exit %d %s", r.code, r.err)
 	}
 }
+
+// With --binary, NUL bytes are read as spaces and never reach the text
+// (they did, in the root cause's headline and the evidence).
+func TestBinaryNoNUL(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "core.bin")
+	os.WriteFile(bin, []byte("\x7fELF\x00\x00\x01\nRuntimeError: CUDA error: out of memory\x00 in step 3\n"), 0o644)
+	for _, format := range []string{"text", "json", "markdown"} {
+		r := run(t, "", nil, "diagnose", "--binary", "-f", format, bin)
+		if r.code != 0 || strings.Contains(r.out, "\x00") || strings.Contains(r.out, `\u0000`) {
+			t.Errorf("%s: exit %d, NUL in the output: %q", format, r.code, r.out)
+		}
+		if !strings.Contains(r.out, "RuntimeError: CUDA error: out of memory  in step 3") {
+			t.Errorf("%s: the line is not there with a space for the NUL: %q", format, r.out)
+		}
+	}
+}

@@ -78,7 +78,7 @@ input.`,
 	f.StringVar(&o.lang, "lang", "en", "language of text and markdown output: en or zh")
 	f.StringVar(&o.color, "color", "auto", "colour text output: auto (a terminal without NO_COLOR), always or never")
 	f.StringArrayVar(&o.kb, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB); its entries replace built-in ones with the same id")
-	f.BoolVar(&o.binary, "binary", false, "scan files that look binary instead of refusing them")
+	f.BoolVar(&o.binary, "binary", false, "scan files that look binary instead of refusing them (NUL bytes are read as spaces)")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found")
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")

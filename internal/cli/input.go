@@ -99,7 +99,7 @@ func openInput(in input, stdin io.Reader, allowBinary bool, prog *progress) (io.
 			closeFn()
 			return nil, nil, usageErr("%s: not a valid gzip file: %v", in.name, err)
 		}
-		return &gzipErrReader{zr, in.name}, closeFn, nil
+		return nulSpace{&gzipErrReader{zr, in.name}}, closeFn, nil
 	}
 	if !allowBinary && looksPickle(head) {
 		closeFn()
@@ -109,7 +109,25 @@ func openInput(in input, stdin io.Reader, allowBinary bool, prog *progress) (io.
 		closeFn()
 		return nil, nil, usageErr("%s: looks like a binary file (NUL bytes in its first 8 KiB), not a log; use --binary to scan it anyway", in.name)
 	}
-	return br, closeFn, nil
+	return nulSpace{br}, closeFn, nil
+}
+
+// nulSpace reads NUL bytes as spaces: a binary file scanned with --binary
+// (or a log with NULs past its first 8 KiB, or a gzip one) must not put
+// them into the text it prints, and no pattern looks for them.
+type nulSpace struct{ r io.Reader }
+
+func (n nulSpace) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	for b := p[:k]; ; {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			break
+		}
+		b[i] = ' '
+		b = b[i+1:]
+	}
+	return k, err
 }
 
 // gzipErrReader names the file in decompression errors.

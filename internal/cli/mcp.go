@@ -18,9 +18,10 @@ import (
 )
 
 type mcpOpts struct {
-	db   string
-	noDB bool
-	kb   []string
+	db         string
+	noDB       bool
+	kb         []string
+	snapMemory string
 }
 
 func newMCPCmd(env *IO) *cobra.Command {
@@ -84,12 +85,17 @@ Exit status: 0 when the agent closes the connection (or on SIGTERM/SIGINT),
 	f.StringVar(&o.db, "db", "", "outcome database: a SQLite file `PATH` or a postgres:// URL (default: gpudx/outcomes.db in the user's data directory)")
 	f.BoolVar(&o.noDB, "no-db", false, "serve without an outcome database (report_outcome answers with an error)")
 	f.StringArrayVar(&o.kb, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB)")
+	f.StringVar(&o.snapMemory, "max-snapshot-memory", "4GiB", "most memory analyze_memory_snapshot may hold reading one snapshot (`SIZE`); also at most 32 MiB plus 4 bytes per byte of the file")
 	return cmd
 }
 
 func runMCP(env *IO, o mcpOpts) error {
 	if o.noDB && o.db != "" {
 		return usageErr("--db and --no-db contradict each other: give one")
+	}
+	snapMem, err := parseSizeFlag("--max-snapshot-memory", o.snapMemory)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -116,6 +122,7 @@ func runMCP(env *IO, o mcpOpts) error {
 	if err != nil {
 		return err
 	}
+	svc.SetSnapshotMemory(int64(snapMem))
 	srv := mcpserver.New(svc, mcpserver.Options{Version: Version, AllowFiles: true})
 	fmt.Fprintf(env.Err, "gpudx mcp: serving %d entries over stdio\n", svc.Base().Len())
 	t := &mcp.IOTransport{Reader: io.NopCloser(env.In), Writer: nopWriteCloser{env.Out}, MaxLineLength: mcpserver.MaxMessageBytes}

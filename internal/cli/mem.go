@@ -24,7 +24,11 @@ type memOpts struct {
 	device               string
 	top                  int
 	stacks               bool
+	maxMemory            string
 }
+
+// maxMemoryUsage is the help of --max-memory.
+const maxMemoryUsage = "most memory that reading a snapshot may hold (`SIZE`); a file that needs more, or more than 32 MiB plus 4 bytes per byte of it, is refused"
 
 const memCapture = `A snapshot is the pickle file PyTorch's CUDA caching allocator writes about
 itself: every segment it reserved from the driver, every block inside one
@@ -120,6 +124,7 @@ truncated, or holding a refused opcode).`,
 	f.IntVar(&o.top, "top", 10, "how many allocation sites to list")
 	f.BoolVar(&o.stacks, "stacks", false, "text: print the full stacks of the top sites and of the OOM request")
 	f.StringVar(&o.lang, "lang", "en", "language of the text and html output: en or zh")
+	f.StringVar(&o.maxMemory, "max-memory", "4GiB", maxMemoryUsage)
 	cmd.AddCommand(newMemDiffCmd(env))
 	return cmd
 }
@@ -167,7 +172,11 @@ func runMem(env *IO, o memOpts, path string) error {
 	if o.format == "pprof" && o.output == "" && env.Terminal(env.Out) {
 		return usageErr("--format pprof writes a binary profile: give -o FILE or redirect standard output")
 	}
-	s, err := readSnapshot(env, path)
+	maxMem, err := parseMaxMemory(o.maxMemory)
+	if err != nil {
+		return err
+	}
+	s, err := readSnapshot(env, path, maxMem)
 	if err != nil {
 		return err
 	}
@@ -192,7 +201,7 @@ func runMem(env *IO, o memOpts, path string) error {
 }
 
 func newMemDiffCmd(env *IO) *cobra.Command {
-	var format, lang, output string
+	var format, lang, output, maxMemory string
 	var top int
 	var stacks bool
 	cmd := &cobra.Command{
@@ -234,11 +243,15 @@ cannot be read as a snapshot.`,
 			if args[0] == "-" && args[1] == "-" {
 				return usageErr("mem diff: only one of BEFORE and AFTER can be standard input")
 			}
-			before, err := readSnapshot(env, args[0])
+			maxMem, err := parseMaxMemory(maxMemory)
 			if err != nil {
 				return err
 			}
-			after, err := readSnapshot(env, args[1])
+			before, err := readSnapshot(env, args[0], maxMem)
+			if err != nil {
+				return err
+			}
+			after, err := readSnapshot(env, args[1], maxMem)
 			if err != nil {
 				return err
 			}
@@ -260,6 +273,7 @@ cannot be read as a snapshot.`,
 	f.IntVar(&top, "top", 10, "how many sites to list")
 	f.BoolVar(&stacks, "stacks", false, "text: print the full stack of each listed site")
 	f.StringVar(&lang, "lang", "en", "language of text output: en or zh")
+	f.StringVar(&maxMemory, "max-memory", "4GiB", maxMemoryUsage+" (each file)")
 	return cmd
 }
 
@@ -299,9 +313,16 @@ func displayName(path string) string {
 	return path
 }
 
-// readSnapshot reads the snapshot at path ("-": standard input). Every
-// failure is a usage error naming the file.
-func readSnapshot(env *IO, path string) (s *snapshot.Snapshot, err error) {
+// parseMaxMemory reads --max-memory ("" is the default cap).
+func parseMaxMemory(v string) (int64, error) {
+	n, err := parseSizeFlag("--max-memory", v)
+	return int64(n), err
+}
+
+// readSnapshot reads the snapshot at path ("-": standard input), holding at
+// most maxMem bytes while it decodes. Every failure is a usage error naming
+// the file.
+func readSnapshot(env *IO, path string, maxMem int64) (s *snapshot.Snapshot, err error) {
 	var r io.Reader
 	if path == "-" {
 		r = env.In
@@ -322,7 +343,7 @@ func readSnapshot(env *IO, path string) (s *snapshot.Snapshot, err error) {
 	}
 	err = safely(func() error {
 		var err error
-		s, err = snapshot.Read(r) // Read buffers its input itself
+		s, err = snapshot.ReadWith(r, snapshot.Options{MaxMemory: maxMem}) // it buffers its input itself
 		return err
 	})
 	if err != nil {

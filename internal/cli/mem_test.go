@@ -300,3 +300,24 @@ func TestMemHTMLLang(t *testing.T) {
 		t.Error("the zh page draws other blocks than the en page")
 	}
 }
+
+// --max-memory caps what reading the snapshot may hold; a file that needs
+// more is refused with the byte where it went over.
+func TestMemMaxMemory(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bomb.pickle")
+	if err := os.WriteFile(p, memoBomb(1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", nil, "mem", "--max-memory", "1MiB", p)
+	if r.code != 2 || !strings.Contains(r.err, "bomb.pickle: byte ") || !strings.Contains(r.err, "more than the memory cap of 1.0 MiB set for this read (opcode APPENDS)") {
+		t.Errorf("exit %d, stderr %q", r.code, r.err)
+	}
+	r = run(t, "", nil, "mem", "diff", "--max-memory", "1MiB", p, p)
+	if r.code != 2 || !strings.Contains(r.err, "more than the memory cap of 1.0 MiB") {
+		t.Errorf("diff: exit %d, stderr %q", r.code, r.err)
+	}
+	r = run(t, "", nil, "mem", "--max-memory", "0", p)
+	if r.code != 2 || !strings.Contains(r.err, `--max-memory: want a size such as 2GiB, 512MB or a byte count, got "0"`) {
+		t.Errorf("exit %d, stderr %q", r.code, r.err)
+	}
+}

@@ -28,6 +28,11 @@ type serveOpts struct {
 	maxConcurrent           int
 	readHeader, read, write time.Duration
 	idle, drain             time.Duration
+	maxUploads              int
+	bodyTimeout             time.Duration
+	minBodyRate, snapMemory string
+	allowedHosts            []string
+	token                   string
 }
 
 func newServeCmd(env *IO) *cobra.Command {
@@ -54,8 +59,15 @@ func newServeCmd(env *IO) *cobra.Command {
 
 It listens on loopback (127.0.0.1:8080) unless told otherwise. To let other
 machines in, listen on all interfaces with --addr 0.0.0.0:8080 (or a
-specific address); gpudx has no authentication or TLS of its own, so put it
+specific address); gpudx has no TLS or user accounts of its own, so put it
 behind a reverse proxy that adds them, or keep it on a trusted network.
+
+Writes (POST /api/v1/outcomes, MCP tool calls) are refused from other
+sites' web pages (Origin, Sec-Fetch-Site), without Content-Type:
+application/json, and through a Host that is not this server's address,
+localhost or this machine's name: add the names clients use with
+--allowed-hosts. --token (or $GPUDX_TOKEN) makes writes need
+"Authorization: Bearer TOKEN"; the token is never printed or logged.
 
 Outcome reports are stored in a SQLite file in the user's data directory
 ($XDG_DATA_HOME/gpudx/outcomes.db or ~/.local/share/gpudx/outcomes.db), in
@@ -64,8 +76,12 @@ several servers share them. --no-db serves without recording outcomes
 (POST /api/v1/outcomes then answers 503).
 
 Limits: request bodies (64 MiB for a log, 4 GiB for a snapshot, before and
-after gzip decoding; 413 beyond), timeouts, and how many requests run at
-once (4 per CPU by default; beyond that 503 with Retry-After, at once).
+after gzip decoding; 413 beyond), the memory reading one snapshot may hold
+(--max-snapshot-memory; 422 beyond), timeouts, and how many requests run at
+once (4 per CPU by default; beyond that 503 with Retry-After, at once). A
+body must start within --body-timeout and then arrive at --min-body-rate
+(408 otherwise); bodies up to 1 MiB are read before their request counts,
+larger ones take one of --max-uploads slots.
 On SIGTERM or SIGINT (Ctrl-C) it stops accepting connections, lets the
 requests in flight finish (at most --drain-timeout) and exits 0.
 
@@ -108,6 +124,12 @@ that cannot be listened on, or an outcome database that cannot be opened.`,
 	f.DurationVar(&o.write, "write-timeout", server.DefaultWriteTimeout, "time from the end of a request's headers to the end of its answer")
 	f.DurationVar(&o.idle, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	f.DurationVar(&o.drain, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM/SIGINT, how long requests in flight may take to finish")
+	f.IntVar(&o.maxUploads, "max-uploads", 0, "requests with bodies over 1 MiB that may run at once (0: a quarter of --max-concurrent, at least 2)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a client has to start sending a request body")
+	f.StringVar(&o.minBodyRate, "min-body-rate", "16KiB", "slowest rate (`SIZE` per second) a request body may arrive at after --body-timeout")
+	f.StringVar(&o.snapMemory, "max-snapshot-memory", "4GiB", "most memory reading one uploaded snapshot may hold (`SIZE`); also at most 32 MiB plus 4 bytes per byte of the file")
+	f.StringSliceVar(&o.allowedHosts, "allowed-hosts", nil, "host `NAMES` (comma-separated, repeatable; * for any) that writes may be addressed to, besides this server's addresses, localhost and the machine's name")
+	f.StringVar(&o.token, "token", "", "require Authorization: Bearer `TOKEN` for writes (default $GPUDX_TOKEN; none when both are empty)")
 	return cmd
 }
 
@@ -123,10 +145,28 @@ func runServe(env *IO, o serveOpts) error {
 	if maxLog == 0 || maxSnap == 0 {
 		return usageErr("--max-log-bytes and --max-snapshot-bytes must be sizes above 0")
 	}
+	rate, err := parseSizeFlag("--min-body-rate", o.minBodyRate)
+	if err != nil {
+		return err
+	}
+	snapMem, err := parseSizeFlag("--max-snapshot-memory", o.snapMemory)
+	if err != nil {
+		return err
+	}
+	if rate == 0 {
+		return usageErr("--min-body-rate must be a size above 0")
+	}
+	if o.maxUploads < 0 {
+		return usageErr("--max-uploads: want 0 (a quarter of --max-concurrent) or more, got %d", o.maxUploads)
+	}
+	token := o.token
+	if token == "" {
+		token = env.Getenv("GPUDX_TOKEN")
+	}
 	if o.maxConcurrent < 0 {
 		return usageErr("--max-concurrent: want 0 (4 per CPU) or more, got %d", o.maxConcurrent)
 	}
-	for name, d := range map[string]time.Duration{"--read-header-timeout": o.readHeader, "--read-timeout": o.read,
+	for name, d := range map[string]time.Duration{"--read-header-timeout": o.readHeader, "--read-timeout": o.read, "--body-timeout": o.bodyTimeout,
 		"--write-timeout": o.write, "--idle-timeout": o.idle, "--drain-timeout": o.drain} {
 		if d <= 0 {
 			return usageErr("%s: want a positive duration such as 30s or 10m, got %v", name, d)
@@ -143,6 +183,7 @@ func runServe(env *IO, o serveOpts) error {
 		return err
 	}
 	defer closeStore()
+	svc.SetSnapshotMemory(int64(snapMem))
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		if u := errors.Unwrap(err); u != nil {
@@ -157,6 +198,8 @@ func runServe(env *IO, o serveOpts) error {
 		MaxLogBytes: int64(maxLog), MaxSnapshotBytes: int64(maxSnap), MaxConcurrent: o.maxConcurrent,
 		ReadHeaderTimeout: o.readHeader, ReadTimeout: o.read, WriteTimeout: o.write,
 		IdleTimeout: o.idle, DrainTimeout: o.drain,
+		MaxUploads: o.maxUploads, BodyTimeout: o.bodyTimeout, MinBodyRate: int64(rate),
+		AllowedHosts: o.allowedHosts, Token: token,
 		Logger: slog.New(slog.NewTextHandler(env.Err, nil)),
 	}
 	srv := server.New(svc, opt)

@@ -301,6 +301,10 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"--max-snapshot-bytes", "0"}, `--max-snapshot-bytes: want a size`},
 		{[]string{"--max-concurrent", "-1"}, "--max-concurrent: want 0 (4 per CPU) or more, got -1"},
 		{[]string{"--drain-timeout", "0s"}, "--drain-timeout: want a positive duration"},
+		{[]string{"--body-timeout", "0s"}, "--body-timeout: want a positive duration"},
+		{[]string{"--min-body-rate", "0"}, "--min-body-rate: want a size"},
+		{[]string{"--max-snapshot-memory", "much"}, `--max-snapshot-memory: want a size such as 2GiB, 512MB or a byte count, got "much"`},
+		{[]string{"--max-uploads", "-1"}, "--max-uploads: want 0 (a quarter of --max-concurrent) or more, got -1"},
 		{[]string{"extra"}, `unknown command "extra" for "gpudx serve"`},
 	} {
 		r := run(t, "", nil, append([]string{"serve"}, tt.args...)...)
@@ -320,5 +324,72 @@ func TestServeHelp(t *testing.T) {
 	}
 	if r.code != 0 {
 		t.Errorf("exit %d", r.code)
+	}
+}
+
+// memoBomb is a pickle that appends one memoised list to another through
+// BINGET, 1,000 references per APPENDS, reps times: 2 KB a block, 16 KB
+// of decoded list items.
+func memoBomb(reps int) []byte {
+	b := []byte("\x80\x04]\x94]\x94(")
+	b = append(b, bytes.Repeat([]byte("K\x01"), 1000)...)
+	b = append(b, "ea"...)
+	blk := append(append([]byte("("), bytes.Repeat([]byte("h\x01"), 1000)...), 'e')
+	for range reps {
+		b = append(b, blk...)
+	}
+	return append(b, '.')
+}
+
+// The hardening flags of a real gpudx serve: the token from the
+// environment guards writes and is never printed; a foreign Host or
+// another site's page cannot write; the snapshot memory cap refuses a memo
+// bomb with 422.
+func TestServeHardening(t *testing.T) {
+	s := startServe(t, map[string]string{"GPUDX_TOKEN": "env-t0ken"}, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "o.db"),
+		"--max-snapshot-memory", "1MiB", "--allowed-hosts", "gpudx.example.com")
+	report := []byte(`{"entry_id": "cuda/illegal-memory-access", "kind": "workaround", "index": 0, "worked": true}`)
+	send := func(host string, header map[string]string) (int, string) {
+		r, _ := http.NewRequest("POST", s.url+"/api/v1/outcomes", bytes.NewReader(report))
+		r.Host = host
+		r.Header.Set("Content-Type", "application/json")
+		for k, v := range header {
+			r.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	self := strings.TrimPrefix(s.url, "http://")
+	bearer := map[string]string{"Authorization": "Bearer env-t0ken"}
+	for _, tt := range []struct {
+		name   string
+		host   string
+		header map[string]string
+		status int
+	}{
+		{"no token", self, nil, 401},
+		{"token", self, bearer, 201},
+		{"token, foreign Host", "evil.example", bearer, 403},
+		{"token, allowed Host", "gpudx.example.com", bearer, 201},
+		{"token, cross-site", self, map[string]string{"Authorization": "Bearer env-t0ken", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
+	} {
+		if code, body := send(tt.host, tt.header); code != tt.status || strings.Contains(body, "env-t0ken") {
+			t.Errorf("%s: %d %s, want %d", tt.name, code, body, tt.status)
+		}
+	}
+	code, body := s.post(t, "/api/v1/snapshots", "application/octet-stream", memoBomb(1000))
+	if code != 422 || !strings.Contains(string(body), "more than the memory cap of 1.0 MiB set for this read") {
+		t.Errorf("memo bomb: %d %s", code, body)
+	}
+	if c := s.stop(t); c != 0 {
+		t.Errorf("exit %d", c)
+	}
+	if strings.Contains(s.stderr.String(), "env-t0ken") {
+		t.Errorf("the token is in the log: %s", s.stderr)
 	}
 }

@@ -135,7 +135,8 @@ func (s *Server) bodyFailed(w http.ResponseWriter, b *body) bool {
 	case b.decoded != nil && b.decoded.over:
 		tooLarge(w, b.what, b.decoded.limit, " once decompressed")
 	case b.wire.err != nil && errors.As(b.wire.err, &ne) && ne.Timeout():
-		writeError(w, http.StatusRequestTimeout, "reading the %s timed out", b.what)
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "reading the %s timed out: it must start within %v and then arrive at %s/s at least", b.what, s.opt.BodyTimeout, facts.FormatBytes(float64(s.opt.MinBodyRate)))
 	case b.wire.err != nil:
 		writeError(w, http.StatusBadRequest, "reading the %s: %v", b.what, b.wire.err)
 	case b.decoded != nil && b.decoded.err != nil:

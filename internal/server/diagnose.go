@@ -23,7 +23,13 @@ const headBytes = 8 << 10
 // diagnose answers POST /api/v1/diagnose: the body is the log itself, or
 // JSON {"log", "env"}; the answer is `gpudx diagnose --format json`'s.
 func (s *Server) diagnose(w http.ResponseWriter, r *http.Request) {
-	b := s.openBody(w, r, "log", s.opt.MaxLogBytes, true)
+	// The limit applies to the body; in JSON form the body is the log and
+	// its wrapping, and a refusal must not say the log was too large.
+	what := "log"
+	if isJSON(mediaType(r)) {
+		what = "JSON body"
+	}
+	b := s.openBody(w, r, what, s.opt.MaxLogBytes, true)
 	if b == nil {
 		return
 	}

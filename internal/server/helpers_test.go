@@ -64,6 +64,9 @@ func newServer(t *testing.T, st outcome.Store, opt Options) (*Server, *syncBuffe
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
+	if opt.AllowedHosts == nil {
+		opt.AllowedHosts = []string{"example.com"} // httptest.NewRequest's Host
+	}
 	return New(newService(t, st), opt), logs
 }
 

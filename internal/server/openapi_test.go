@@ -259,6 +259,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 	good, _ := newServer(t, sqliteStore(t), Options{})
 	noDB, _ := newServer(t, nil, Options{})
 	broken, _ := newServer(t, failingStore{}, Options{})
+	tok, _ := newServer(t, sqliteStore(t), Options{Token: "s3cret"})
 	hand := readFile(t, snapshots+"hand-p4.pickle")
 	js := map[string]string{"Content-Type": "application/json"}
 	gz := map[string]string{"Content-Encoding": "gzip"}
@@ -286,6 +287,9 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/snapshots 422":                {good, req{body: []byte("not a pickle")}, nil},
 		"POST /api/v1/outcomes 200":                 {good, req{body: []byte(report), header: js}, nil},
 		"POST /api/v1/outcomes 400":                 {good, req{body: []byte(`{}`), header: js}, nil},
+		"POST /api/v1/outcomes 401":                 {tok, req{body: []byte(report), header: js}, nil},
+		"POST /api/v1/outcomes 403":                 {good, req{body: []byte(report), header: map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}}, nil},
+		"POST /api/v1/outcomes 408":                 {good, req{header: js}, timeoutBody{}},
 		"POST /api/v1/outcomes 404":                 {good, req{body: []byte(strings.Replace(report, "illegal-memory-access", "nope", 1)), header: js}, nil},
 		"POST /api/v1/outcomes 409":                 {good, req{body: []byte(strings.Replace(report, "true", "false", 1)), header: js}, nil},
 		"POST /api/v1/outcomes 413":                 {good, req{body: bytes.Repeat([]byte(" "), 64<<10+1), header: js}, nil},
@@ -303,7 +307,9 @@ func TestOpenAPIStatuses(t *testing.T) {
 	skip := map[string]bool{"POST /api/v1/snapshots 500": true}
 	// The 201 of outcomes comes first: the 200 and 409 cases repeat it.
 	first := httptest.NewRecorder()
-	good.ServeHTTP(first, httptest.NewRequest("POST", "/api/v1/outcomes", strings.NewReader(report)))
+	fr := httptest.NewRequest("POST", "/api/v1/outcomes", strings.NewReader(report))
+	fr.Header.Set("Content-Type", "application/json")
+	good.ServeHTTP(first, fr)
 	d.check(t, "POST /api/v1/outcomes", ops["POST /api/v1/outcomes"], first)
 	keys := make([]string, 0, len(cases))
 	for k := range cases {
@@ -360,7 +366,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 	for key, op := range ops {
 		method, path, _ := strings.Cut(key, " ")
 		path = strings.NewReplacer("{domain}", "cuda", "{slug}", "x").Replace(path)
-		w := do(t, busy, req{method: method, target: path})
+		w := do(t, busy, req{method: method, target: path, header: js})
 		if _, documented := obj(op["responses"])["503"]; !documented {
 			if w.Code == 503 {
 				t.Errorf("%s: 503, not documented", key)

@@ -20,6 +20,13 @@ type outcomeAnswer struct {
 	Rate      outcome.Rate `json:"rate"`
 }
 
+// The range of a report's client-supplied time: from 2000 (before any GPU
+// job this knowledge base describes) to a day ahead (clocks drift).
+var (
+	minReportTime  = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxReportAhead = 24 * time.Hour
+)
+
 // outcomes answers POST /api/v1/outcomes: 201 when the report is stored,
 // 200 with "duplicate": true when its request id was seen before.
 func (s *Server) outcomes(w http.ResponseWriter, r *http.Request) {
@@ -45,8 +52,15 @@ func (s *Server) outcomes(w http.ResponseWriter, r *http.Request) {
 		}
 		rep.RequestID = key
 	}
+	now := time.Now().UTC()
 	if rep.Time.IsZero() {
-		rep.Time = time.Now().UTC()
+		rep.Time = now
+	} else if rep.Time.Before(minReportTime) || rep.Time.After(now.Add(maxReportAhead)) {
+		// A report's time orders and ages the reports; year 1 or 9999 is
+		// a client's mistake (or a trick), not an observation.
+		writeError(w, http.StatusBadRequest, "time %s is out of range: give a time from %s to one day from now, or none (the server's clock is used)",
+			rep.Time.Format(time.RFC3339), minReportTime.Format("2006-01-02"))
+		return
 	}
 	dup, err := s.svc.Record(r.Context(), rep)
 	if err != nil {

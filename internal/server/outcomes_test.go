@@ -109,10 +109,10 @@ func TestOutcomes(t *testing.T) {
 func TestOutcomesBad(t *testing.T) {
 	s, _ := newServer(t, sqliteStore(t), Options{})
 	const good = `{"entry_id": "cuda/illegal-memory-access", "kind": "workaround", "index": 0, "worked": true, "request_id": "c1"}`
-	if w := do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: []byte(good)}); w.Code != 201 {
+	jsonCT := map[string]string{"Content-Type": "application/json"}
+	if w := do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: []byte(good), header: jsonCT}); w.Code != 201 {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
-	jsonCT := map[string]string{"Content-Type": "application/json"}
 	for _, tt := range []struct {
 		name   string
 		body   string
@@ -131,7 +131,7 @@ func TestOutcomesBad(t *testing.T) {
 		{"bad JSON", `{"entry_id": `, nil, 400, "invalid JSON body: unexpected EOF"},
 		{"key and id differ", good, map[string]string{"Idempotency-Key": "other"}, 400, "the Idempotency-Key header and request_id differ"},
 		{"long note", `{"entry_id": "cuda/illegal-memory-access", "kind": "workaround", "index": 0, "worked": true, "note": "` + strings.Repeat("n", 2001) + `"}`, nil, 400, "note is longer than 2000 bytes"},
-		{"not JSON", good, map[string]string{"Content-Type": "text/plain"}, 415, `Content-Type "text/plain": send the report as application/json`},
+		{"not JSON", good, map[string]string{"Content-Type": "text/plain"}, 415, `Content-Type "text/plain": send the body as application/json`},
 		{"too large", `{"note": "` + strings.Repeat("n", 64<<10) + `"}`, nil, 413, "the outcome report is larger than this server's limit of 64.00 KiB (65536 bytes)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,10 +163,11 @@ func TestOutcomesBad(t *testing.T) {
 func TestOutcomesNoStore(t *testing.T) {
 	s, _ := newServer(t, nil, Options{})
 	body, _ := json.Marshal(outcome.Report{EntryID: "cuda/illegal-memory-access", Kind: outcome.Workaround, Index: 0, Worked: true})
-	msg := apiError(t, do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: body}), 503)
+	js := map[string]string{"Content-Type": "application/json"}
+	msg := apiError(t, do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: body, header: js}), 503)
 	if msg != "outcome reporting is off: no database (start gpudx serve with --db, or without --no-db)" {
 		t.Errorf("%q", msg)
 	}
 	bad := bytes.Replace(body, []byte(`"workaround"`), []byte(`"x"`), 1)
-	apiError(t, do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: bad}), 400)
+	apiError(t, do(t, s, req{method: "POST", target: "/api/v1/outcomes", body: bad, header: js}), 400)
 }

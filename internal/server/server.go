@@ -26,6 +26,11 @@ const (
 	DefaultWriteTimeout      = 15 * time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultDrainTimeout      = 30 * time.Second
+	// A body must start within DefaultBodyTimeout and then arrive at
+	// DefaultMinBodyRate (128 kbit/s): a 64 MiB log may take 68 minutes,
+	// but a client sending a byte now and then is cut off in seconds.
+	DefaultBodyTimeout = 10 * time.Second
+	DefaultMinBodyRate = 16 << 10
 )
 
 // maxOutcomeBytes bounds an outcome report's body: its fields are limited
@@ -46,8 +51,27 @@ type Options struct {
 
 	// MaxConcurrent is how many requests run at once (default
 	// 4×GOMAXPROCS); beyond it a request gets 503 with Retry-After at once.
-	// /healthz, /metrics and MCP's event streams are not counted.
+	// /healthz, /metrics and MCP's event streams are not counted. A body
+	// of up to 1 MiB is read before its request takes a slot; a larger one
+	// takes one of MaxUploads slots instead (default MaxConcurrent/4, at
+	// least 2), so that slow uploads cannot hold every slot.
 	MaxConcurrent int
+	MaxUploads    int
+
+	// BodyTimeout and MinBodyRate (bytes per second) bound how slowly a
+	// request body may arrive: after n bytes, reading it times out (408)
+	// at BodyTimeout + n/MinBodyRate from the request's start.
+	BodyTimeout time.Duration
+	MinBodyRate int64
+
+	// Requests that change state (POST /api/v1/outcomes, MCP calls) are
+	// refused from other sites' web pages (Origin, Sec-Fetch-Site), without
+	// a JSON Content-Type, and with a Host that is not this server's
+	// address, localhost or this machine's name, unless it is in
+	// AllowedHosts ("*": any). With Token set they need "Authorization:
+	// Bearer Token" too.
+	AllowedHosts []string
+	Token        string
 
 	// Timeouts of the http.Server that Serve runs (see net/http), and how
 	// long Serve waits for in-flight requests when it is stopped.
@@ -77,6 +101,13 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 4 * runtime.GOMAXPROCS(0)
 	}
+	if o.MaxUploads <= 0 {
+		o.MaxUploads = max(2, o.MaxConcurrent/4)
+	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = DefaultMinBodyRate
+	}
+	def(&o.BodyTimeout, DefaultBodyTimeout)
 	def(&o.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	def(&o.ReadTimeout, DefaultReadTimeout)
 	def(&o.WriteTimeout, DefaultWriteTimeout)
@@ -95,6 +126,9 @@ type Server struct {
 	api     *http.ServeMux
 	routes  []route
 	slots   chan struct{} // one per running limited request
+	uploads chan struct{} // one per limited request with a body over preReadMax
+	guard   *writeGuard
+	writes  map[string]bool // route patterns that change state
 	metrics *metrics
 	// stopping is closed when Serve begins to shut down; long-lived MCP
 	// event streams end then instead of holding the drain to its timeout.
@@ -108,6 +142,7 @@ type Server struct {
 type route struct {
 	method, path string
 	h            http.HandlerFunc
+	writes       bool // changes state: guarded by writeGuard
 }
 
 // New returns a Server for svc.
@@ -118,23 +153,27 @@ func New(svc *service.Service, opt Options) *Server {
 		opt:      opt,
 		api:      http.NewServeMux(),
 		slots:    make(chan struct{}, opt.MaxConcurrent),
+		uploads:  make(chan struct{}, opt.MaxUploads),
+		guard:    newWriteGuard(opt),
+		writes:   map[string]bool{},
 		metrics:  newMetrics(),
 		stopping: make(chan struct{}),
 	}
 	s.routes = []route{
-		{"POST", "/api/v1/diagnose", s.diagnose},
-		{"GET", "/api/v1/entries", s.entries},
-		{"GET", "/api/v1/entries/{domain}/{slug}", s.entry},
-		{"GET", "/api/v1/domains", s.domains},
-		{"GET", "/api/v1/search", s.search},
-		{"POST", "/api/v1/snapshots", s.snapshot},
-		{"POST", "/api/v1/outcomes", s.outcomes},
-		{"GET", "/api/v1/openapi.json", s.openapi},
-		{"GET", "/healthz", s.healthz},
-		{"GET", "/metrics", s.metrics.handler().ServeHTTP},
+		{"POST", "/api/v1/diagnose", s.diagnose, false},
+		{"GET", "/api/v1/entries", s.entries, false},
+		{"GET", "/api/v1/entries/{domain}/{slug}", s.entry, false},
+		{"GET", "/api/v1/domains", s.domains, false},
+		{"GET", "/api/v1/search", s.search, false},
+		{"POST", "/api/v1/snapshots", s.snapshot, false},
+		{"POST", "/api/v1/outcomes", s.outcomes, true},
+		{"GET", "/api/v1/openapi.json", s.openapi, false},
+		{"GET", "/healthz", s.healthz, false},
+		{"GET", "/metrics", s.metrics.handler().ServeHTTP, false},
 	}
 	for _, r := range s.routes {
 		s.api.HandleFunc(r.method+" "+r.path, r.h)
+		s.writes[r.method+" "+r.path] = r.writes
 	}
 	return s
 }
@@ -151,6 +190,7 @@ var unlimited = map[string]bool{"GET /healthz": true, "GET /metrics": true}
 // turns a panic into a 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	label, h, limited := s.dispatch(r)
+	s.pace(w, r, time.Now())
 	rec := &recorder{ResponseWriter: w}
 	m := s.metrics
 	m.inflight.Inc()
@@ -170,14 +210,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.inflight.Dec()
 		m.observe(label, rec.status(), time.Since(start))
 	}()
+	// MCP's POSTs call tools, and report_outcome writes.
+	if w := s.writes[label]; w || (label == "mcp" && r.Method == http.MethodPost) {
+		if !s.guard.allow(rec, r, w) {
+			return
+		}
+	}
 	if limited {
+		slots, what := s.slots, "requests"
+		if !preRead(r) {
+			slots, what = s.uploads, "uploads"
+		}
 		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
 		default:
 			m.rejected.Inc()
 			rec.Header().Set("Retry-After", "1")
-			writeError(rec, http.StatusServiceUnavailable, "the server is busy (%d requests running); retry in a second", cap(s.slots))
+			if r.Body != nil {
+				rec.Header().Set("Connection", "close") // the body is not read
+			}
+			writeError(rec, http.StatusServiceUnavailable, "the server is busy (%d %s running); retry in a second", cap(slots), what)
 			return
 		}
 	}

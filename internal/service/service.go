@@ -29,6 +29,9 @@ type Service struct {
 	base  *kb.Base
 	sc    *scan.Scanner
 	store outcome.Store // nil: no outcome feedback
+	// snapMem caps the memory one snapshot read may hold (0: the
+	// snapshot package's default).
+	snapMem int64
 }
 
 // New compiles base for scanning. store may be nil; then no outcomes are
@@ -39,6 +42,11 @@ func New(base *kb.Base, store outcome.Store) (s *Service, err error) {
 	sc, err := scan.New(base.Entries())
 	return &Service{base: base, sc: sc, store: store}, err
 }
+
+// SetSnapshotMemory caps the memory that reading one snapshot may hold
+// (0: snapshot.DefaultMaxMemory); a file that needs more is refused. Set
+// it before the service answers requests.
+func (s *Service) SetSnapshotMemory(n int64) { s.snapMem = n }
 
 // Base is the knowledge base the service answers from.
 func (s *Service) Base() *kb.Base { return s.base }
@@ -259,7 +267,7 @@ func (s *Service) Snapshot(ctx context.Context, r io.Reader, opt memory.Options)
 			snap, rep, err = nil, nil, fmt.Errorf("internal error reading snapshot: %v", p)
 		}
 	}()
-	snap, err = snapshot.Read(ctxReader{ctx, r})
+	snap, err = snapshot.ReadWith(ctxReader{ctx, r}, snapshot.Options{MaxMemory: s.snapMem})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
