@@ -216,6 +216,7 @@ type Collector struct {
 	fulls              map[int]string
 	rank               int
 	when               stamp
+	whenRead           bool // when is read from the line (see needWhen)
 
 	pending     []scan.Hit // hits of the current line
 	pendingSpec []int      // their specificity, while flush resolves them
@@ -314,6 +315,18 @@ func (c *Collector) Line(n int, text []byte) bool {
 	return c.det.Pending() || c.ranks.pending()
 }
 
+// HitsLine shows the collector a line that only its hits bring
+// (scan.HitsVisitor): the Gate did not select it, so it states nothing of
+// the environment, ranks or allocator (the Gate's contract), and only its
+// hits are read. A block being read still gets the whole line.
+func (c *Collector) HitsLine(n int, text []byte) bool {
+	if c.det.Pending() || c.ranks.pending() {
+		return c.Line(n, text)
+	}
+	c.cur, c.curN = text, n
+	return false
+}
+
 // Hit records one hit of the current file (scan.Visitor).
 func (c *Collector) Hit(h scan.Hit) { c.Add(h) }
 
@@ -336,11 +349,14 @@ func (c *Collector) Add(h scan.Hit) {
 	}
 	if c.infoAt != k || c.infoAt.line == 0 {
 		// Without Line (plain Scan) only the file's rank is known.
-		c.rank, c.when = c.ranks.fileRank, stamp{}
+		c.rank, c.when, c.whenRead = c.ranks.fileRank, stamp{}, true
 		if c.curN == h.Line && c.cur != nil {
-			c.rank, c.when = c.ranks.rankOf(c.cur), parseStamp(c.cur)
+			c.rank, c.whenRead = c.ranks.rankOf(c.cur), false
 		}
 		c.infoAt = k
+	}
+	if !c.whenRead && c.needWhen(h.Entry) {
+		c.when, c.whenRead = parseStamp(c.cur), true
 	}
 	c.pkey = k
 	c.pending = append(c.pending, h)
@@ -357,6 +373,24 @@ func (c *Collector) Add(h scan.Hit) {
 		}
 		c.fulls[h.Entry] = full
 	}
+}
+
+// needWhen: note may keep the line's timestamp for a hit of entry e, as
+// the first sighting of the entry or of the line's rank for it. Other
+// repeats do without reading it (two regexes over the line's head). It is
+// asked while the line is at hand; what note keeps is decided later, with
+// the line's other hits, but it only ever keeps less: groups and ranks
+// are only added.
+func (c *Collector) needWhen(e int) bool {
+	g := c.groups[e]
+	if g == nil {
+		return true
+	}
+	if c.rank < 0 || len(g.ranks) >= maxRanks {
+		return false
+	}
+	_, seen := g.ranks[c.rank]
+	return !seen
 }
 
 // flush resolves the hits of one line: where the matches of several

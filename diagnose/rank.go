@@ -52,6 +52,37 @@ func ParseRank(line []byte) (rank int, ok bool) {
 	return n, err == nil
 }
 
+// torchrunRank reads the prefix torchrun puts on every line of a rank,
+// "[rank3]:" or "[default3]:", without a regex: on a log where 1,000
+// ranks print the same error, it is read on every repeat. It is exactly
+// the first branch of reRankPrefix, which wins wherever it matches (it
+// starts the line); ok is false on anything else, left to ParseRank.
+func torchrunRank(line []byte) (int, bool) {
+	head := line[:min(len(line), rankHead)]
+	i := 0
+	for i < len(head) && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\f' || head[i] == '\r') {
+		i++
+	}
+	rest := head[i:]
+	switch {
+	case bytes.HasPrefix(rest, []byte("[rank")):
+		rest = rest[5:]
+	case bytes.HasPrefix(rest, []byte("[default")):
+		rest = rest[8:]
+	default:
+		return 0, false
+	}
+	n, d := 0, 0
+	for d < len(rest) && d < 7 && rest[d]-'0' < 10 {
+		n = n*10 + int(rest[d]-'0')
+		d++
+	}
+	if d == 0 || d > 6 || !bytes.HasPrefix(rest[d:], []byte("]:")) {
+		return 0, false
+	}
+	return n, true
+}
+
 // FileRank returns the rank a file's name carries ("logs/rank3.log"). Only
 // the base name counts: "runs/lora-rank-64/node0.log" names no rank.
 func FileRank(name string) (int, bool) {
@@ -169,6 +200,9 @@ func (t *rankTracker) line(text []byte) {
 // rankOf returns the rank of a line: its prefix, else the rank of the
 // NCCL process printing it, else the file's rank; -1 when unknown.
 func (t *rankTracker) rankOf(text []byte) int {
+	if r, ok := torchrunRank(text); ok {
+		return r
+	}
 	if r, ok := ParseRank(text); ok {
 		return r
 	}

@@ -34,6 +34,16 @@ type Visitor interface {
 	Hit(h Hit)
 }
 
+// A HitsVisitor is a Visitor that needs less of a line that only its hits
+// bring: HitsLine replaces Line for a line that the Gate does not select
+// (no gate literal, Start false, not All) and that does not follow a Line
+// that returned true. A log that repeats a known line a million times is
+// read at the cost of its hits, not of reading each line in full again.
+type HitsVisitor interface {
+	Visitor
+	HitsLine(n int, text []byte) (next bool)
+}
+
 // A MultiVisitor is a Visitor told where each input begins and ends.
 type MultiVisitor interface {
 	Visitor
@@ -81,9 +91,14 @@ type Plan struct {
 	set    *litSet
 	owners [][]int32 // per literal id: entries requiring it
 	gate   []bool    // per literal id: a gate literal
-	start  func([]byte) bool
-	all    bool
-	every  bool // every line must be matched: all, or unfiltered entries
+	// Per folded literal id: the gate literals that fold to it, as
+	// written. The ids past them are the exact literals.
+	gateCase [][]string
+	start    func([]byte) bool
+	all      bool
+	every    bool     // every line must be matched: all, or unfiltered entries
+	memo     []memoRe // per entry: how lines are remembered by shape (repeat.go)
+	litLen   []int    // per literal id: its length
 
 	workers int
 	chunk   int
@@ -97,6 +112,7 @@ func (s *Scanner) Plan(g Gate) *Plan {
 	folded := slices.Clone(s.lits)
 	p.owners = slices.Clone(s.owners)
 	p.gate = make([]bool, len(folded))
+	p.gateCase = make([][]string, len(folded))
 	index := map[string]int{}
 	for i, l := range folded {
 		index[l] = i
@@ -116,8 +132,10 @@ func (s *Scanner) Plan(g Gate) *Plan {
 				folded = append(folded, low)
 				p.owners = append(p.owners, nil)
 				p.gate = append(p.gate, false)
+				p.gateCase = append(p.gateCase, nil)
 			}
 			p.gate[i] = true
+			p.gateCase[i] = append(p.gateCase[i], l)
 		case !exactSeen[l]:
 			exactSeen[l] = true
 			exact = append(exact, l)
@@ -128,6 +146,13 @@ func (s *Scanner) Plan(g Gate) *Plan {
 		p.gate = append(p.gate, true)
 	}
 	p.set = newLitSet(folded, exact)
+	for _, l := range folded {
+		p.litLen = append(p.litLen, len(l))
+	}
+	for _, l := range exact {
+		p.litLen = append(p.litLen, len(l))
+	}
+	p.memo = make([]memoRe, len(s.res))
 	return p
 }
 
@@ -139,10 +164,21 @@ func lowerString(s string) string {
 func (p *Plan) Visit(r io.Reader, v Visitor) (Stats, error) {
 	var st Stats
 	var rerr error
-	p.VisitAll([]Input{{Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}},
-		single{v, &st, &rerr})
+	var mv MultiVisitor = single{v, &st, &rerr}
+	if hv, ok := v.(HitsVisitor); ok {
+		mv = singleHits{single{v, &st, &rerr}, hv}
+	}
+	p.VisitAll([]Input{{Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}}, mv)
 	return st, rerr
 }
+
+// singleHits is single for a HitsVisitor.
+type singleHits struct {
+	single
+	hv HitsVisitor
+}
+
+func (s singleHits) HitsLine(n int, text []byte) bool { return s.hv.HitsLine(n, text) }
 
 type single struct {
 	Visitor
@@ -195,6 +231,7 @@ type record struct {
 	rel      int  // line index within the chunk
 	from, to int  // the cleaned text: in the chunk, or in the arena
 	inArena  bool // the text is in the arena
+	byGate   bool // the Gate selects it (else only its hits bring it)
 	next     int  // where the next segment starts
 	nextRel  int  // and its line index
 	hits     []Hit
@@ -251,6 +288,7 @@ func (p *Plan) VisitAll(inputs []Input, v MultiVisitor) {
 		}()
 	}
 	m := merger{p: p, v: v}
+	m.hv, _ = v.(HitsVisitor)
 	newlines := 0
 	for it := range order {
 		switch it.kind {
@@ -373,15 +411,20 @@ func (it *lines) next() (segment, bool) {
 // worker scans chunks with its own scratch space.
 type worker struct {
 	p     *Plan
-	cands []int
+	cands []uint64 // the literals found in the chunk, by position (packLit)
+	found []litPos // those of the line being matched, from its start
 	clean []byte
 	seen  []uint32
 	gen   uint32
 	ents  []int32
+
+	memo      map[string]*shape // line shapes seen, see repeat.go
+	memoBytes int
+	key       []byte
 }
 
 func (p *Plan) newWorker() *worker {
-	return &worker{p: p, seen: make([]uint32, len(p.s.res))}
+	return &worker{p: p, seen: make([]uint32, len(p.s.res)), memo: map[string]*shape{}}
 }
 
 func (w *worker) run(c *chunk) *result {
@@ -390,7 +433,7 @@ func (w *worker) run(c *chunk) *result {
 	buf := c.buf
 	w.cands = w.cands[:0]
 	if !p.every {
-		p.set.find(buf, func(pos int, _ int32) { w.cands = append(w.cands, pos) })
+		p.set.find(buf, func(pos int, id int32) { w.cands = append(w.cands, packLit(pos, id)) })
 		if !slices.IsSorted(w.cands) {
 			slices.Sort(w.cands)
 		}
@@ -408,10 +451,10 @@ func (w *worker) run(c *chunk) *result {
 		}
 		sel := p.every
 		if !sel {
-			for ci < len(w.cands) && w.cands[ci] < seg.from {
+			for ci < len(w.cands) && litAt(w.cands[ci]) < seg.from {
 				ci++
 			}
-			sel = ci < len(w.cands) && w.cands[ci] < seg.next
+			sel = ci < len(w.cands) && litAt(w.cands[ci]) < seg.next
 		}
 		if !sel && esc < seg.next {
 			for esc < seg.from {
@@ -427,7 +470,15 @@ func (w *worker) run(c *chunk) *result {
 			sel = p.start(buf[seg.from:seg.to])
 		}
 		if sel {
-			w.line(res, buf, seg)
+			var lits []uint64 // where the chunk's search was done: this line's
+			if !p.every {
+				cj := ci
+				for cj < len(w.cands) && litAt(w.cands[cj]) < seg.next {
+					cj++
+				}
+				lits = w.cands[ci:cj:cj]
+			}
+			w.line(res, buf, seg, lits, !p.every)
 		}
 	}
 	res.lines = it.rel // the newlines passed
@@ -435,7 +486,9 @@ func (w *worker) run(c *chunk) *result {
 }
 
 // line matches one selected segment and keeps it if it is to be shown.
-func (w *worker) line(res *result, buf []byte, seg segment) {
+// Where searched is true, lits are the literals the chunk's search found
+// starting in the segment.
+func (w *worker) line(res *result, buf []byte, seg segment, lits []uint64, searched bool) {
 	p := w.p
 	raw := buf[seg.from:seg.to]
 	text := raw
@@ -449,7 +502,19 @@ func (w *worker) line(res *result, buf []byte, seg segment) {
 		rec.to, rec.inArena = len(res.arena), true
 	}
 	shown := p.all || (p.start != nil && p.start(text))
-	gated := w.match(text, func(i int, loc []int) {
+	w.found = w.found[:0]
+	if stripped || !searched {
+		p.set.find(text, func(pos int, id int32) { w.found = append(w.found, litPos{pos, id}) })
+	} else {
+		// The chunk's search also found what runs past the segment's end.
+		for _, l := range lits {
+			at, id := litAt(l), litID(l)
+			if at+p.litLen[id] <= seg.to {
+				w.found = append(w.found, litPos{at - seg.from, id})
+			}
+		}
+	}
+	gated, exactly := w.match(text, w.found, func(i int, loc []int) {
 		h := Hit{Entry: i, ID: p.s.entries[i].ID, Line: seg.rel, Len: loc[1] - loc[0]}
 		at := loc[0]
 		if stripped {
@@ -469,14 +534,30 @@ func (w *worker) line(res *result, buf []byte, seg segment) {
 		rec.hits = append(rec.hits, h)
 	})
 	if shown || gated || len(rec.hits) > 0 {
+		// A line with hits that holds a gate literal only in another case
+		// is not one the Gate selects.
+		rec.byGate = shown || exactly || (gated && len(rec.hits) == 0)
 		res.recs = append(res.recs, rec)
 	}
 }
 
-// match runs the regexes of the entries whose literals text holds (and
-// the unfiltered ones), in entry order, and says whether text holds a
-// gate literal.
-func (w *worker) match(text []byte, emit func(int, []int)) (gated bool) {
+// litPos is where a literal was found, and its id.
+type litPos struct {
+	pos int
+	id  int32
+}
+
+// packLit packs a literal's chunk position and id in one number that sorts
+// by position: a chunk is well under 4 GiB.
+func packLit(pos int, id int32) uint64 { return uint64(pos)<<32 | uint64(uint32(id)) }
+func litAt(l uint64) int               { return int(l >> 32) }
+func litID(l uint64) int32             { return int32(uint32(l)) }
+
+// match runs the regexes of the entries whose literals text holds (lits,
+// every literal found in text) and the unfiltered ones, in entry order.
+// It says whether text holds a gate literal ignoring case (gated) and as
+// written (exactly).
+func (w *worker) match(text []byte, lits []litPos, emit func(int, []int)) (gated, exactly bool) {
 	p := w.p
 	w.gen++
 	if w.gen == 0 { // wrapped: forget every old mark
@@ -484,26 +565,107 @@ func (w *worker) match(text []byte, emit func(int, []int)) (gated bool) {
 		w.gen = 1
 	}
 	w.ents = append(w.ents[:0], p.s.always...)
-	p.set.find(text, func(_ int, id int32) {
-		if p.gate[id] {
+	for _, l := range lits {
+		if p.gate[l.id] {
 			gated = true
+			exactly = exactly || p.holdsGate(text, l)
 		}
-		for _, e := range p.owners[id] {
+		for _, e := range p.owners[l.id] {
 			if w.seen[e] != w.gen {
 				w.seen[e] = w.gen
 				w.ents = append(w.ents, e)
 			}
 		}
-	})
+	}
 	if len(w.ents) > len(p.s.always) {
 		slices.Sort(w.ents)
 	}
+	var sh *shape
+	if len(w.ents) > 0 && len(text) <= memoLine {
+		sh = w.shape(text)
+	}
 	for _, i := range w.ents {
-		if loc := p.s.res[i].FindSubmatchIndex(text); loc != nil {
+		if loc := w.find(sh, i, text); loc != nil {
 			emit(int(i), loc)
 		}
 	}
-	return gated
+	if sh != nil {
+		sh.repeat = true
+	}
+	return gated, exactly
+}
+
+// holdsGate reports whether the gate literal found at l is there as the
+// Gate wrote it: the folded ones are found ignoring case.
+func (p *Plan) holdsGate(text []byte, l litPos) bool {
+	if int(l.id) >= len(p.gateCase) {
+		return true // an exact literal: found as written
+	}
+	for _, g := range p.gateCase[l.id] {
+		if l.pos+len(g) <= len(text) && string(text[l.pos:l.pos+len(g)]) == g {
+			return true
+		}
+	}
+	return false
+}
+
+// find runs entry i's regex on text, or answers from what is remembered
+// of text's shape sh (nil: nothing).
+func (w *worker) find(sh *shape, i int32, text []byte) []int {
+	re := w.p.s.res[i]
+	if sh == nil {
+		return re.FindSubmatchIndex(text)
+	}
+	m := &w.p.memo[i]
+	exact, ok := m.exact(re)
+	if !ok {
+		return re.FindSubmatchIndex(text)
+	}
+	mloc, seen := sh.lookup(i)
+	switch {
+	case seen && exact:
+		return mloc
+	case seen && mloc == nil:
+		return nil // the relaxation does not match: neither does re
+	case seen:
+		return re.FindSubmatchIndex(text)
+	case exact:
+		mloc = re.FindSubmatchIndex(text)
+		w.remember(sh, i, mloc)
+		return mloc
+	}
+	// Not remembered, and re is not digit-blind.
+	loc := re.FindSubmatchIndex(text)
+	if loc != nil {
+		w.remember(sh, i, loc) // the relaxation matches too; where, is not needed
+	} else if sh.repeat {
+		if rre := m.relaxation(re); rre != nil {
+			w.remember(sh, i, rre.FindSubmatchIndex(text))
+		}
+	}
+	return loc
+}
+
+func (w *worker) remember(sh *shape, i int32, loc []int) {
+	sh.ents, sh.locs = append(sh.ents, i), append(sh.locs, loc)
+	w.memoBytes += 8 * (len(loc) + 2)
+}
+
+// shape returns what the worker remembers of text's shape, a new record
+// if nothing. The memory is bounded: past memoBudget bytes it starts over.
+func (w *worker) shape(text []byte) *shape {
+	w.key = shapeOf(w.key, text)
+	if s, ok := w.memo[string(w.key)]; ok {
+		return s
+	}
+	if w.memoBytes > memoBudget {
+		clear(w.memo)
+		w.memoBytes = 0
+	}
+	s := &shape{}
+	w.memo[string(w.key)] = s
+	w.memoBytes += len(w.key) + 64
+	return s
 }
 
 // merger shows a Visitor the records of the chunks of one input in order,
@@ -511,8 +673,9 @@ func (w *worker) match(text []byte, emit func(int, []int)) (gated bool) {
 type merger struct {
 	p      *Plan
 	v      Visitor
-	base   int  // line number of the current chunk's first line
-	follow bool // Line asked for the next line
+	hv     HitsVisitor // v, where it is one
+	base   int         // line number of the current chunk's first line
+	follow bool        // Line asked for the next line
 	clean  []byte
 }
 
@@ -529,7 +692,11 @@ func (m *merger) merge(c *chunk, res *result) {
 			text = res.arena[rec.from:rec.to]
 		}
 		n := m.base + rec.rel
-		m.follow = m.v.Line(n, text)
+		if m.hv != nil && !rec.byGate && !m.follow {
+			m.follow = m.hv.HitsLine(n, text)
+		} else {
+			m.follow = m.v.Line(n, text)
+		}
 		for _, h := range rec.hits {
 			h.Line = n
 			h.Offset += c.off

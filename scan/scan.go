@@ -25,7 +25,9 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/literal"
@@ -204,6 +206,9 @@ func evidence(text []byte, from, to int) string {
 		text = text[:to+j]
 	}
 	if len(text) <= MaxEvidence {
+		if utf8.Valid(text) {
+			return string(text) // one copy, not two: a hit on every repeat pays it
+		}
 		return string(bytes.ToValidUTF8(text, []byte("\uFFFD")))
 	}
 	lo := max(0, from-MaxEvidence/4)
@@ -211,13 +216,18 @@ func evidence(text []byte, from, to int) string {
 	if hi-lo < MaxEvidence {
 		lo = max(0, hi-MaxEvidence)
 	}
-	out := bytes.ToValidUTF8(text[lo:hi], []byte("\uFFFD"))
-	s := string(out)
+	out := text[lo:hi]
+	if !utf8.Valid(out) {
+		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+	}
+	var s strings.Builder // one allocation
+	s.Grow(len(out) + 2*len("…"))
 	if lo > 0 {
-		s = "…" + s
+		s.WriteString("…")
 	}
+	s.Write(out)
 	if hi < len(text) {
-		s += "…"
+		s.WriteString("…")
 	}
-	return s
+	return s.String()
 }

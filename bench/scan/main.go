@@ -12,7 +12,20 @@
 // and the ratio gpudx/ripgrep. ripgrep only counts lines; gpudx also
 // attributes each hit to an entry and extracts its facts.
 //
-//	go run ./bench/scan [-size 1GB] [-keep DIR] [-limit 300s] [-runs 3]
+// Then (issue 21) it writes logs full of repeated known lines and prints
+// gpudx's throughput on each beside the training log's, and the ratio:
+//
+//   - the training log with a known warning (torch.distributed's "using
+//     GPU N to perform barrier ...", from 8 ranks) on 1 line in 8;
+//   - -oom PyTorch out-of-memory messages from 8 ranks with their figures
+//     changing, each after one line of the training log;
+//   - the training log with an NCCL watchdog timeout block (timeout,
+//     exception, abort) from each of -ranks ranks in turn, 1 line in 8.
+//
+// -compare BIN runs another gpudx binary (an earlier build) on the same
+// inputs in the same run, for before/after figures.
+//
+//	go run ./bench/scan [-size 1GB] [-keep DIR] [-limit 300s] [-runs 3] [-oom 1000000] [-ranks 1000] [-compare BIN] [-only-repeats]
 //
 // A run that passes -limit is stopped and reported as a bound (slower than
 // size/limit). Nothing here runs under go test.
@@ -44,11 +57,22 @@ func main() {
 	deadends := flag.String("deadends", "../shared/fixtures/deadends/canons", "deadends.dev canons to add in the second gpudx run (empty: skip)")
 	limit := flag.Duration("limit", 5*time.Minute, "stop a run after this long and report a bound")
 	runs := flag.Int("runs", 3, "runs of gpudx (our KB), ripgrep and grep; the fastest is reported")
+	flag.IntVar(&rep.oom, "oom", 1_000_000, "out-of-memory lines in the repeated-OOM log")
+	flag.IntVar(&rep.ranks, "ranks", 1000, "ranks printing the NCCL timeout")
+	flag.StringVar(&rep.compare, "compare", "", "another gpudx binary to run on the repeated-line inputs too (before/after)")
+	flag.BoolVar(&rep.only, "only-repeats", false, "skip the knowledge-base comparison with ripgrep and grep")
 	flag.Parse()
 	if err := run(*size, *keep, *deadends, *limit, max(1, *runs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scan:", err)
 		os.Exit(1)
 	}
+}
+
+// rep holds the flags of the repeated-line part.
+var rep struct {
+	oom, ranks int
+	compare    string
+	only       bool
 }
 
 func run(sizeArg, keep, deadends string, limit time.Duration, runs int) error {
@@ -88,6 +112,9 @@ func run(sizeArg, keep, deadends string, limit time.Duration, runs int) error {
 	gpudx := filepath.Join(tmp, "gpudx")
 	if out, err := exec.Command("go", "build", "-o", gpudx, "./cmd/gpudx").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if rep.only {
+		return repeats(gpudx, dir, logf, want, entries, limit, runs)
 	}
 	fmt.Printf("\nlog: %.1f MB, %d entries in the knowledge base; %d of their patterns convert to rg and grep -E (%d do not)\n\n", mb, len(entries), len(pats), skipped)
 	fmt.Printf("%-34s %10s %10s %12s\n", "", "seconds", "MB/s", "peak RSS")
@@ -173,7 +200,7 @@ func run(sizeArg, keep, deadends string, limit time.Duration, runs int) error {
 	} else {
 		fmt.Println("FAIL")
 	}
-	return nil
+	return repeats(gpudx, dir, logf, want, entries, limit, runs)
 }
 
 // convertible returns our entries' regexes rewritten for both ripgrep and
