@@ -15,9 +15,9 @@ import (
 // line below is written from the format string of the caller named, and
 // its entry must be the first diagnosis of that line alone.
 func TestCallerForms(t *testing.T) {
-	s, errs := scan.New(load(t))
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := scan.New(load(t))
+	if err != nil {
+		t.Fatal(err)
 	}
 	cases := []struct{ caller, line, want string }{
 		// cudaErrorDevicesUnavailable: the runtime's current wording and the old one.
@@ -90,9 +90,9 @@ func TestCallerForms(t *testing.T) {
 // TestHarmlessLines: lines that healthy or CPU-only runs print, which name
 // an error's words without being that error.
 func TestHarmlessLines(t *testing.T) {
-	s, errs := scan.New(load(t))
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	s, err := scan.New(load(t))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, line := range []string{
 		// PyTorch's device_count() catches the driver error and warns; on a
