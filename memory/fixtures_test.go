@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpudx/gpudx/snapshot"
@@ -205,6 +206,59 @@ func TestFixtures(t *testing.T) {
 			got := requestFig{o.Device, o.LargestFreeBlockBytes, o.CacheFreeBytes, o.ReservedBytes, o.AllocatedBytes}
 			if got != c.request {
 				t.Errorf("request: got %+v, want %+v", got, c.request)
+			}
+		})
+	}
+}
+
+// needShared skips a test when the shared fixtures are absent, and fails
+// it instead when GPUDX_REQUIRE_SHARED=1.
+func needShared(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(fixtureDir); err != nil {
+		if os.Getenv("GPUDX_REQUIRE_SHARED") == "1" {
+			t.Fatal("GPUDX_REQUIRE_SHARED=1 but the shared fixtures are missing:", err)
+		}
+		t.Skip("no shared fixtures:", err)
+	}
+}
+
+// TestFixtureRequests: --request questions on real snapshots, answered by
+// the allocator's path. MAGMA: 13.21 GiB reserved of an 80 GiB card, and
+// 10.96 GiB in entirely free segments; Yiyi: 11.03 GiB reserved of 24 GiB.
+func TestFixtureRequests(t *testing.T) {
+	needShared(t)
+	for _, c := range []struct {
+		file    string
+		opt     Options
+		path    string
+		verdict string
+	}{
+		{"MAGMA27-assignment2-systems__memory_snapshot.pickle", Options{Request: 2 * gib, Capacity: 80 * gib},
+			"cached_block:fails:2147483648/0 new_segment:succeeds:2147483648/71718404096", VerdictNewSegment},
+		// Without the capacity the free memory is not known, but the
+		// release alone gives back 10.96 GiB, more than the 2 GiB segment.
+		{"MAGMA27-assignment2-systems__memory_snapshot.pickle", Options{Request: 2 * gib},
+			"cached_block:fails:2147483648/0 new_segment:unknown:2147483648/- release_cached:succeeds:2147483648/11773411328", VerdictAfterRelease},
+		{"Yiyi-philosophy-LLM-inference__oom_snapshot.pickle", Options{Request: 400 * mib, Capacity: 24 * gib},
+			"cached_block:fails:419430400/0 new_segment:succeeds:419430400/13925089280", VerdictNewSegment},
+		// Nothing releasable and no capacity: not known, no guess.
+		{"Yiyi-philosophy-LLM-inference__oom_snapshot.pickle", Options{Request: 400 * mib},
+			"cached_block:fails:419430400/0 new_segment:unknown:419430400/- release_cached:unknown:419430400/-", VerdictDeviceFreeUnknown},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s, err := snapshot.ReadFile(filepath.Join(fixtureDir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := Analyze(s, c.opt).OOM
+			if p := pathString(o.Path); p != c.path || o.Verdict != c.verdict {
+				t.Errorf("got %s %s\nwant %s %s", o.Verdict, p, c.verdict, c.path)
+			}
+			for _, bad := range []string{"fragmentation", "does not help", "Live tensors"} {
+				if strings.Contains(o.Reason+o.Fix, bad) {
+					t.Errorf("says %q: %s %s", bad, o.Reason, o.Fix)
+				}
 			}
 		})
 	}

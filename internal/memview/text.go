@@ -155,8 +155,13 @@ func oomText(b *strings.Builder, m *memory.OOM, o Options, L map[string]string, 
 	}
 	b.WriteString(items(head, "", "  ", W))
 	figs := []string{fmt.Sprintf(L["requested"], size(m.RequestedBytes), m.Pool, stream(m.Stream))}
-	if m.DeviceFreeBytes != nil {
+	switch {
+	case m.DeviceFreeBytes != nil && m.DeviceFreeSource == memory.FreeFromCapacity:
+		figs = append(figs, fmt.Sprintf(L["devfree_cap"], size(*m.DeviceFreeBytes)))
+	case m.DeviceFreeBytes != nil:
 		figs = append(figs, fmt.Sprintf(L["devfree"], size(*m.DeviceFreeBytes)))
+	case m.Source == "request":
+		figs = append(figs, L["devfree_unknown"])
 	}
 	figs = append(figs,
 		fmt.Sprintf(L["largest"], size(m.LargestFreeBlockBytes)),
@@ -187,6 +192,21 @@ func oomText(b *strings.Builder, m *memory.OOM, o Options, L map[string]string, 
 		v += " — " + reason
 	}
 	b.WriteString(wrap(v, "  ", "    ", W))
+	if len(m.Path) > 0 {
+		h := L["path_req"]
+		if m.Source != "request" {
+			h = L["path_trace"]
+		}
+		b.WriteString("  " + h + "\n")
+		for i, s := range m.Path {
+			t := s.Text
+			if o.Lang == "zh" && s.TextZH != "" {
+				t = s.TextZH
+			}
+			n := fmt.Sprintf("%d. ", i+1)
+			b.WriteString(wrap(n+t, "    ", "    "+strings.Repeat(" ", len(n)), W))
+		}
+	}
 	site := siteName(m.Site, L)
 	if m.Source != "request" {
 		b.WriteString("  " + L["failing"] + clip(site, W-2-width(L["failing"])) + "\n")
