@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,15 +25,20 @@ var htmlTemplate string
 // pageTmpl is never executed itself: HTML executes a clone whose label
 // functions speak the page's language.
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"size":    size,
-	"pct":     percent,
-	"group":   group,
-	"when":    when,
-	"device":  device,
-	"frame":   frameText,
-	"stream":  stream,
-	"inc":     func(i int) int { return i + 1 },
-	"deref":   func(b *bool) bool { return b != nil && *b },
+	"size":   size,
+	"pct":    percent,
+	"group":  group,
+	"when":   when,
+	"device": device,
+	"frame":  frameText,
+	"stream": stream,
+	"inc":    func(i int) int { return i + 1 },
+	"deref":  func(b *bool) bool { return b != nil && *b },
+	"derefu": func(n *uint64) uint64 { return *n },
+	// okverdict: a --request answer that needs no fix.
+	"okverdict": func(v string) bool {
+		return v == memory.VerdictFits || v == memory.VerdictNewSegment || v == memory.VerdictAfterRelease
+	},
 	"t":       func(string, ...any) string { return "" },
 	"markup":  func(string) template.HTML { return "" },
 	"verdict": func(string) string { return "" },
@@ -224,6 +230,12 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 		}
 		if oom.FixZH != "" {
 			oom.Fix = oom.FixZH
+		}
+		oom.Path = slices.Clone(oom.Path)
+		for i := range oom.Path {
+			if oom.Path[i].TextZH != "" {
+				oom.Path[i].Text = oom.Path[i].TextZH
+			}
 		}
 		rc := *r
 		rc.OOM = &oom
