@@ -19,7 +19,9 @@ type Report struct {
 	TopSites []Site    `json:"top_sites"`
 	Peak     *Peak     `json:"peak"`
 	Timeline *Timeline `json:"timeline"`
-	Info     Info      `json:"info"`
+	// TraceMismatch lists the devices whose trace and segments disagree.
+	TraceMismatch []TraceMismatch `json:"trace_mismatch,omitempty"`
+	Info          Info            `json:"info"`
 }
 
 // Info says what the snapshot held.

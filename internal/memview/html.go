@@ -113,6 +113,7 @@ type htmlPage struct {
 	Omitted  omitted
 	MaxDrawn int
 	Settings *snapshot.Settings
+	Mismatch []string // the trace and the segments disagree: one sentence per device
 }
 
 type omitted struct {
@@ -220,6 +221,13 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 	}
 	tmpl.Funcs(labelFuncs(L))
 	pg := &htmlPage{Lang: lng, Title: o.Name, R: r, MaxDrawn: MaxDrawnBlocks, Settings: s.Settings}
+	for _, m := range r.TraceMismatch {
+		if lng == "zh" && m.TextZH != "" {
+			pg.Mismatch = append(pg.Mismatch, m.TextZH)
+		} else {
+			pg.Mismatch = append(pg.Mismatch, m.Text)
+		}
+	}
 	pg.Summary = strings.TrimSuffix(strings.TrimPrefix(header(r, Options{Name: o.Name}, L, 1<<20), "gpudx mem: "), "\n")
 	if r.OOM != nil && lng == "zh" {
 		// The template writes the report's reason and fix; a copy keeps

@@ -299,3 +299,35 @@ func TestNoStackSiteInChinese(t *testing.T) {
 		t.Errorf("zh report:\n%s", zh.String())
 	}
 }
+
+// TestMismatchSaidOnce: a trace that ends with a 4 MiB alloc the segments
+// show free is said once, in text and HTML, and the peak is the trace's.
+func TestMismatchSaidOnce(t *testing.T) {
+	const a = 0x7f00_0000_0000
+	s := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Device: 0, Address: a, TotalSize: 20 * MiB, Blocks: []snapshot.Block{
+			{Address: a, Size: 20 * MiB, State: snapshot.Inactive}}}},
+		Traces: []snapshot.Trace{snapshot.TraceOf(
+			snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: a, Size: 4 * MiB, TimeUS: t0},
+		)},
+		Stacks:  [][]snapshot.Frame{nil},
+		Streams: []uint64{0},
+	}
+	r := analyze(s)
+	var b strings.Builder
+	if err := Text(&b, r, Options{Name: "m.pickle", Width: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "disagree"); n != 1 {
+		t.Errorf("said %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "Note: The trace and the segments disagree on device 0: the trace ends with 4.00 MiB in 1 allocation it never frees, but the segments show them free (0 B in use by the segments).") ||
+		!strings.Contains(out, "Peak in use: 4.00 MiB on cuda:0") {
+		t.Errorf("text:\n%s", out)
+	}
+	p := renderPage(t, r, s)
+	if n := strings.Count(p.raw, "disagree"); n != 1 {
+		t.Errorf("HTML says it %d times", n)
+	}
+}

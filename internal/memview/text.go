@@ -37,6 +37,13 @@ func Text(w io.Writer, r *memory.Report, o Options) error {
 		deviceText(&b, &d, L, W)
 	}
 	b.WriteByte('\n')
+	for _, m := range r.TraceMismatch {
+		t := m.Text
+		if o.Lang == "zh" && m.TextZH != "" {
+			t = m.TextZH
+		}
+		b.WriteString(wrap(L["note"]+t, "", "  ", W))
+	}
 	peakText(&b, r.Peak, L, W)
 	if o.Stacks {
 		stacksText(&b, r, L)
