@@ -504,7 +504,12 @@ func figureTable(d *memory.Device, L map[string]string) ([]figCol, []figRow) {
 		row("rounding", func(f *memory.Figures) string { return size(f.RoundingBytes) }),
 		row("largest", func(f *memory.Figures) string { return size(f.LargestFreeBlockBytes) }),
 		row("frag", func(f *memory.Figures) string { return percent(f.Fragmentation) }),
-		row("typical", func(f *memory.Figures) string { return size(f.TypicalRequestBytes) }),
+		row("typical", func(f *memory.Figures) string {
+			if f.TypicalRequestBytes == 0 {
+				return "—" // nothing allocated: no median
+			}
+			return size(f.TypicalRequestBytes)
+		}),
 		row("small", func(f *memory.Figures) string { return group(f.SmallFreeBlocks) }),
 		row("segments", func(f *memory.Figures) string {
 			return fmt.Sprintf("%s (%s / %s / %s)", group(f.Segments), group(f.SegmentStates.Full), group(f.SegmentStates.Mixed), group(f.SegmentStates.Free))
