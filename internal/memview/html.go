@@ -43,6 +43,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"markup":  func(string) template.HTML { return "" },
 	"verdict": func(string) string { return "" },
 	"site":    func(string) string { return "" },
+	"sitecls": func(string) string { return "" },
 }).Parse(htmlTemplate))
 
 // labelFuncs are the template functions that write the fixed words of the
@@ -114,6 +115,8 @@ type htmlPage struct {
 	MaxDrawn int
 	Settings *snapshot.Settings
 	Mismatch []string // the trace and the segments disagree: one sentence per device
+	Active   *htmlActive
+	ActiveJS []activeJS
 }
 
 type omitted struct {
@@ -267,6 +270,17 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 		pg.Omitted.Bytes += hd.Map.Omitted.Bytes
 		pg.Devices = append(pg.Devices, hd)
 	}
+	pal := palette{}
+	for _, x := range r.TopSites {
+		pal.add(x.Site)
+	}
+	if r.Peak != nil {
+		for _, x := range r.Peak.TopSites {
+			pal.add(x.Site)
+		}
+	}
+	pg.Active, pg.ActiveJS = activeChart(r, s, L, pal, st)
+	tmpl.Funcs(template.FuncMap{"sitecls": pal.class})
 	pg.Stacks, pg.Frames = st.stacks, st.frames
 	pg.Chart = timelineChart(r, L)
 	return tmpl.Execute(w, pg)
