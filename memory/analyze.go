@@ -59,7 +59,8 @@ func Analyze(s *snapshot.Snapshot, opt Options) *Report {
 		TopSites: a.topSites(opt.top()),
 		Info:     info(s),
 	}
-	traces := a.replayTraces(opt.points())
+	traces, bad := a.replayTraces(opt.points())
+	r.TraceMismatch = bad
 	r.Peak, r.Timeline = a.peak(traces, opt.top())
 	r.OOM = a.explainOOM(traces, opt, r)
 	return r

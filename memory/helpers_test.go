@@ -2,6 +2,9 @@ package memory
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpudx/gpudx/snapshot"
@@ -89,3 +92,20 @@ func js(t *testing.T, v any) string {
 }
 
 func ptr(n uint64) *uint64 { return &n }
+
+// pathString writes a path as step:outcome:need/have ("-" when have is not
+// known), steps separated by spaces.
+func pathString(p []Step) string {
+	var b strings.Builder
+	for i, st := range p {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		h := "-"
+		if st.HaveBytes != nil {
+			h = strconv.FormatUint(*st.HaveBytes, 10)
+		}
+		fmt.Fprintf(&b, "%s:%s:%d/%s", st.Step, st.Outcome, st.NeedBytes, h)
+	}
+	return b.String()
+}

@@ -28,14 +28,26 @@ const (
 	// what the device had free (or than the card): freeing tensors in this
 	// process cannot make room for it.
 	VerdictExceedsAvailable = "exceeds_available"
+	// VerdictNewSegment answers a --request question that no cached block
+	// serves but a new segment from the device's free memory does.
+	VerdictNewSegment = "new_segment"
+	// VerdictAfterRelease answers a --request question that is served
+	// once the allocator has released its entirely free cached segments
+	// (it does so by itself before raising an OOM).
+	VerdictAfterRelease = "fits_after_release"
+	// VerdictDeviceFreeUnknown answers a --request question that needs
+	// new memory from the device when the device's free memory is not
+	// known (no --capacity and no oom event).
+	VerdictDeviceFreeUnknown = "device_free_unknown"
 )
 
 // explainOOM explains the trace's last oom event, or the request the user
 // asked about; nil when there is neither.
 func (a *analysis) explainOOM(traces []traceSummary, opt Options, r *Report) *OOM {
 	var o *OOM
+	var segs []cacheSeg
 	if opt.Request > 0 {
-		o = a.requestOOM(opt)
+		o, segs = a.requestOOM(opt, traces)
 	} else {
 		var src *traceSummary
 		for i := range traces {
@@ -52,34 +64,51 @@ func (a *analysis) explainOOM(traces []traceSummary, opt Options, r *Report) *OO
 		if src == nil {
 			return nil
 		}
-		o = a.traceOOM(src)
+		o, segs = a.traceOOM(src)
 	}
 	if opt.Capacity > 0 {
 		c := opt.Capacity
 		o.CapacityBytes = &c
-		// The device's free figure is only known at a trace oom; a
-		// sum that does not fit the capacity means no memory is outside.
-		if o.DeviceFreeBytes != nil {
+		if o.DeviceFreeBytes == nil && o.Source == "request" {
+			// Nothing says what is held outside PyTorch: the free memory
+			// is at most the capacity minus what PyTorch reserved.
+			free := c - min(c, o.ReservedBytes)
+			o.DeviceFreeBytes = &free
+			o.DeviceFreeSource = FreeFromCapacity
+		}
+		// The memory outside the allocator is only known with a measured
+		// free figure; a sum that does not fit the capacity means none.
+		if o.DeviceFreeBytes != nil && o.DeviceFreeSource != FreeFromCapacity {
 			if used := o.ReservedBytes + *o.DeviceFreeBytes; used >= o.ReservedBytes && used <= c {
 				out := c - used
 				o.OutsideBytes = &out
 			}
 		}
 	}
+	if o.Source == "request" {
+		o.Path = path(o, segs, a.s.Settings, o.DeviceFreeBytes)
+	} else {
+		o.Path = tracePath(o, segs, a.s.Settings)
+	}
 	o.Verdict = verdict(o)
 	explain(o, a.s.Settings, r.TopSites)
 	return o
 }
 
-// verdict applies the rules in order: (for a --request question) a free
-// block that serves it; free memory in the right pool that is too scattered;
-// memory outside the allocator; a request larger than everything this
-// process could get; live tensors; unknown.
+// verdict applies the rules in order. A --request question takes the
+// verdict of its path (the step that serves it, or that the device's free
+// memory is not known). A failure (every step failed, or a trace oom) is:
+// free memory in the right pool that is too scattered; memory outside the
+// allocator; a request larger than everything this process could get;
+// live tensors; unknown.
 func verdict(o *OOM) string {
-	req := o.RequestedBytes
+	if o.Source == "request" {
+		if v := pathVerdict(o.Path); v != "" {
+			return v
+		}
+	}
+	req := o.RoundedBytes
 	switch {
-	case o.Source == "request" && o.LargestFreeBlockBytes >= req:
-		return VerdictFits
 	case o.CacheFreeBytes >= req && o.LargestFreeBlockBytes < req:
 		return VerdictFragmentation
 	case o.CapacityBytes != nil && o.OutsideBytes != nil && *o.OutsideBytes >= req &&
@@ -131,7 +160,7 @@ func (a *analysis) stream(idx uint16) uint64 {
 
 // requestOOM asks whether a request of opt.Request bytes could be served
 // on a device from the snapshot-time state.
-func (a *analysis) requestOOM(opt Options) *OOM {
+func (a *analysis) requestOOM(opt Options, traces []traceSummary) (*OOM, []cacheSeg) {
 	dev := opt.RequestDevice
 	if dev < 0 {
 		dev = 0
@@ -146,28 +175,49 @@ func (a *analysis) requestOOM(opt Options) *OOM {
 			}
 		}
 	}
-	o := &OOM{Device: dev, RequestedBytes: opt.Request, Event: -1, Source: "request",
-		Pool: poolKind(needSmall(opt.Request)), Frames: []Frame{}}
-	a.snapshotState(o)
-	return o
+	rounded := roundSize(opt.Request, a.s.Settings)
+	o := &OOM{Device: dev, RequestedBytes: opt.Request, RoundedBytes: rounded, Event: -1, Source: "request",
+		Pool: poolKind(needSmall(rounded)), Frames: []Frame{}}
+	segs := a.snapshotSegs(dev)
+	fillFigures(o, segs)
+	// A trace oom on this device measured the device's free memory; what
+	// PyTorch reserved or released since then moves it the other way
+	// (memory outside PyTorch taken as unchanged).
+	for i := range traces {
+		t := &traces[i]
+		if t.dev != dev || t.oom < 0 {
+			continue
+		}
+		at, _ := a.traceOOM(t)
+		if free := satAdd(*at.DeviceFreeBytes, at.ReservedBytes); free >= o.ReservedBytes {
+			free -= o.ReservedBytes
+			o.DeviceFreeBytes = &free
+		} else {
+			o.DeviceFreeBytes = ptrTo(0)
+		}
+		o.DeviceFreeSource = FreeFromOOM
+	}
+	return o, segs
 }
 
 // traceOOM explains the oom event found by the backward pass.
-func (a *analysis) traceOOM(t *traceSummary) *OOM {
+func (a *analysis) traceOOM(t *traceSummary) (*OOM, []cacheSeg) {
 	e := t.tr.At(t.oom)
 	free := e.DeviceFree()
-	o := &OOM{Device: t.dev, RequestedBytes: e.Size, DeviceFreeBytes: &free,
-		Pool: poolKind(needSmall(e.Size)), Stream: a.stream(e.Stream),
+	o := &OOM{Device: t.dev, RequestedBytes: e.Size, RoundedBytes: e.Size, DeviceFreeBytes: &free,
+		DeviceFreeSource: FreeFromOOM, Pool: poolKind(needSmall(e.Size)), Stream: a.stream(e.Stream),
 		TimeUS: e.TimeUS, Event: t.oom, Source: "trace"}
 	frames := a.sites.frames(e.Stack)
 	o.Site, o.Frames = SiteOf(frames)
+	var segs []cacheSeg
 	if changesAfter(t.tr, t.oom) {
-		a.replayedState(o, t.tr, t.oom)
+		segs = a.replayedSegs(o.Device, t.tr, t.oom)
 		o.Replayed = true
 	} else {
-		a.snapshotState(o)
+		segs = a.snapshotSegs(o.Device)
 	}
-	return o
+	fillFigures(o, segs)
+	return o, segs
 }
 
 // changesAfter reports whether an event after index i changed the blocks
@@ -188,25 +238,7 @@ func changesAfter(tr *snapshot.Trace, i int) bool {
 // servesRequest reports whether a segment's free memory could serve the
 // request: the needed half of the default pool, on the request's stream.
 func servesRequest(o *OOM, small bool, pool snapshot.PoolID, stream uint64) bool {
-	return small == needSmall(o.RequestedBytes) && !pool.Private() && stream == o.Stream
-}
-
-// snapshotState fills the OOM figures from the snapshot as it is: the
-// free blocks are its inactive blocks.
-func (a *analysis) snapshotState(o *OOM) {
-	for _, sg := range a.segs[o.Device] {
-		o.ReservedBytes += sg.TotalSize
-		serves := servesRequest(o, sg.Small, sg.Pool, sg.Stream)
-		for i := range sg.Blocks {
-			b := &sg.Blocks[i]
-			if b.State.Active() {
-				o.AllocatedBytes += b.Size
-			} else if serves {
-				o.CacheFreeBytes += b.Size
-				o.LargestFreeBlockBytes = max(o.LargestFreeBlockBytes, b.Size)
-			}
-		}
-	}
+	return small == needSmall(o.RoundedBytes) && !pool.Private() && stream == o.Stream
 }
 
 // span is a reserved address range while the trace is undone.
@@ -215,6 +247,7 @@ type span struct {
 	stream     uint64
 	small      bool
 	pool       snapshot.PoolID
+	expandable bool
 }
 
 // extent is an active block while the trace is undone.
@@ -228,14 +261,14 @@ func round512(n uint64) uint64 {
 	return (n + minBlock - 1) / minBlock * minBlock
 }
 
-// replayedState rebuilds the device's segments and active blocks as they
+// replayedSegs rebuilds the device's segments and active blocks as they
 // were at event oom by undoing the later events, newest first, then reads
-// the free blocks as the gaps between active blocks inside each segment.
-func (a *analysis) replayedState(o *OOM, tr *snapshot.Trace, oom int) {
+// the free stretches as the gaps between active blocks inside each segment.
+func (a *analysis) replayedSegs(dev int, tr *snapshot.Trace, oom int) []cacheSeg {
 	var spans []span
 	active := map[uint64]uint64{}
-	for _, sg := range a.segs[o.Device] {
-		spans = append(spans, span{sg.Address, sg.TotalSize, sg.Stream, sg.Small, sg.Pool})
+	for _, sg := range a.segs[dev] {
+		spans = append(spans, span{sg.Address, sg.TotalSize, sg.Stream, sg.Small, sg.Pool, sg.Expandable})
 		for i := range sg.Blocks {
 			if b := &sg.Blocks[i]; b.State.Active() {
 				active[b.Address] = b.Size
@@ -251,27 +284,32 @@ func (a *analysis) replayedState(o *OOM, tr *snapshot.Trace, oom int) {
 			active[e.Addr] = round512(e.Size)
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			spans = cut(spans, e.Addr, e.Addr+e.Size)
-		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			spans = append(spans, span{e.Addr, e.Size, a.stream(e.Stream), e.Size <= smallSegment, snapshot.PoolID{}})
+		case snapshot.ActionSegmentFree:
+			spans = append(spans, span{e.Addr, e.Size, a.stream(e.Stream), e.Size <= smallSegment, snapshot.PoolID{}, false})
+		case snapshot.ActionSegmentUnmap:
+			spans = append(spans, span{e.Addr, e.Size, a.stream(e.Stream), e.Size <= smallSegment, snapshot.PoolID{}, true})
 		}
 	}
 
 	blocks := make([]extent, 0, len(active))
 	for addr, size := range active {
 		blocks = append(blocks, extent{addr, size})
-		o.AllocatedBytes += size
 	}
 	slices.SortFunc(blocks, func(x, y extent) int { return cmpU64(x.addr, y.addr) })
+	slices.SortFunc(spans, func(x, y span) int { return cmpU64(x.addr, y.addr) })
+	out := make([]cacheSeg, 0, len(spans))
 	for _, sp := range spans {
-		o.ReservedBytes += sp.size
-		if !servesRequest(o, sp.small, sp.pool, sp.stream) {
-			continue
-		}
-		gaps(blocks, sp.addr, sp.addr+sp.size, func(n uint64) {
-			o.CacheFreeBytes += n
-			o.LargestFreeBlockBytes = max(o.LargestFreeBlockBytes, n)
+		c := cacheSeg{addr: sp.addr, size: sp.size, stream: sp.stream, small: sp.small, pool: sp.pool, expandable: sp.expandable}
+		var free uint64
+		gaps(blocks, sp.addr, sp.addr+sp.size, func(lo, n uint64) {
+			c.free = append(c.free, extent{lo, n})
+			free += n
 		})
+		c.allocated = sp.size - free
+		c.live = c.allocated > 0
+		out = append(out, c)
 	}
+	return out
 }
 
 func cmpU64(x, y uint64) int {
@@ -309,10 +347,10 @@ func cut(spans []span, lo, hi uint64) []span {
 	return out
 }
 
-// gaps calls fn with the size of each stretch of [lo, hi) that no block
+// gaps calls fn with the start and size of each stretch of [lo, hi) that no block
 // covers; blocks are sorted by address. Adjacent free space is one gap, as
 // the allocator merges neighbouring free blocks.
-func gaps(blocks []extent, lo, hi uint64, fn func(uint64)) {
+func gaps(blocks []extent, lo, hi uint64, fn func(lo, n uint64)) {
 	// The first block that could reach into the range: the last one that
 	// starts at or before lo, since blocks do not overlap.
 	j, _ := slices.BinarySearchFunc(blocks, lo, func(b extent, t uint64) int { return cmpU64(b.addr, t) })
@@ -326,11 +364,11 @@ func gaps(blocks []extent, lo, hi uint64, fn func(uint64)) {
 			continue
 		}
 		if b.addr > cur {
-			fn(b.addr - cur)
+			fn(cur, b.addr-cur)
 		}
 		cur = b.addr + b.size
 	}
 	if cur < hi {
-		fn(hi - cur)
+		fn(cur, hi-cur)
 	}
 }

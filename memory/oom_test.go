@@ -90,6 +90,7 @@ func withoutText(o *OOM) *OOM {
 	}
 	c := *o
 	c.Reason, c.ReasonZH, c.Fix, c.FixZH = "", "", "", ""
+	c.Path = nil
 	return &c
 }
 
@@ -97,31 +98,34 @@ var oomCases = []struct {
 	name string
 	s    *snapshot.Snapshot
 	opt  Options
-	want *OOM // without text
+	want *OOM   // without text and path
+	path string // the path's steps as step:outcome:need/have
 	// fix holds substrings the fix must contain.
 	fix []string
 }{
 	{
 		name: "fragmentation found by undoing the events after the oom",
 		s:    replaySnapshot(),
-		want: &OOM{Device: 0, RequestedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 5242880, RoundedBytes: 5242880, DeviceFreeSource: "oom_event", ReleasableBytes: 2097152, StrandedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 4194304, CacheFreeBytes: 5242880, ReservedBytes: 44040192, AllocatedBytes: 26214400,
 			Pool: "large", Verdict: VerdictFragmentation, Event: 1, TimeUS: 200, Source: "trace", Replayed: true,
 			Site:   "forward (/home/u/net.py:12)",
 			Frames: []Frame{{"linear", "/usr/lib/python3/dist-packages/torch/nn/functional.py", 9}, {"forward", "/home/u/net.py", 12}}},
-		fix: []string{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "torch.cuda.empty_cache()"},
+		path: "cached_block:fails:5242880/0 release_cached:fails:20971520/1048576",
+		fix:  []string{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "torch.cuda.empty_cache()"},
 	},
 	{
 		// 80 GiB - 42 MiB - 1 MiB is outside, but fragmentation comes first.
 		name: "fragmentation before outside memory",
 		s:    replaySnapshot(),
 		opt:  Options{Capacity: 80 * gib},
-		want: &OOM{Device: 0, RequestedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 5242880, RoundedBytes: 5242880, DeviceFreeSource: "oom_event", ReleasableBytes: 2097152, StrandedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 4194304, CacheFreeBytes: 5242880, ReservedBytes: 44040192, AllocatedBytes: 26214400,
 			OutsideBytes: ptr(85854257152), CapacityBytes: ptr(85899345920),
 			Pool: "large", Verdict: VerdictFragmentation, Event: 1, TimeUS: 200, Source: "trace", Replayed: true,
 			Site:   "forward (/home/u/net.py:12)",
 			Frames: []Frame{{"linear", "/usr/lib/python3/dist-packages/torch/nn/functional.py", 9}, {"forward", "/home/u/net.py", 12}}},
+		path: "cached_block:fails:5242880/0 release_cached:fails:20971520/1048576",
 	},
 	{
 		// The same snapshot with the trace cut at the oom: nothing is
@@ -135,12 +139,13 @@ var oomCases = []struct {
 				ev(snapshot.ActionOOM, mib, 5*mib, at(200), stack(3)))
 			return s
 		}(),
-		want: &OOM{Device: 0, RequestedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 5242880, RoundedBytes: 5242880, DeviceFreeSource: "oom_event", ReleasableBytes: 20971520, StrandedBytes: 8388608, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 83886080, AllocatedBytes: 44040192,
 			Pool: "large", Verdict: VerdictLiveTensors, Event: 1, TimeUS: 200, Source: "trace",
 			Site:   "forward (/home/u/net.py:12)",
 			Frames: []Frame{{"linear", "/usr/lib/python3/dist-packages/torch/nn/functional.py", 9}, {"forward", "/home/u/net.py", 12}}},
-		fix: []string{"The largest holder is proj (/home/u/net.py:4) with 26.00 MiB in 2 blocks.", "torch.utils.checkpoint.checkpoint", "loss.item()"},
+		path: "cached_block:succeeds:5242880/8388608 release_cached:fails:20971520/1048576",
+		fix:  []string{"The largest holder is proj (/home/u/net.py:4) with 26.00 MiB in 2 blocks.", "torch.utils.checkpoint.checkpoint", "loss.item()"},
 	},
 	{
 		name: "fragmentation with expandable segments already on",
@@ -149,12 +154,13 @@ var oomCases = []struct {
 			s.Settings = &snapshot.Settings{ExpandableSegments: true}
 			return s
 		}(),
-		want: &OOM{Device: 0, RequestedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 5242880, RoundedBytes: 5242880, DeviceFreeSource: "oom_event", ReleasableBytes: 2097152, StrandedBytes: 5242880, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 4194304, CacheFreeBytes: 5242880, ReservedBytes: 44040192, AllocatedBytes: 26214400,
 			Pool: "large", Verdict: VerdictFragmentation, Event: 1, TimeUS: 200, Source: "trace", Replayed: true,
 			Site:   "forward (/home/u/net.py:12)",
 			Frames: []Frame{{"linear", "/usr/lib/python3/dist-packages/torch/nn/functional.py", 9}, {"forward", "/home/u/net.py", 12}}},
-		fix: []string{"already on", "fixed buckets", "torch.cuda.empty_cache()"},
+		path: "cached_block:fails:5242880/0 release_cached:fails:20971520/1048576",
+		fix:  []string{"already on", "fixed buckets", "torch.cuda.empty_cache()"},
 	},
 	{
 		// 100 MiB - 10 MiB reserved - 1 MiB free = 89 MiB outside: at least
@@ -162,101 +168,136 @@ var oomCases = []struct {
 		name: "outside the allocator",
 		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, mib),
 		opt:  Options{Capacity: 100 * mib},
-		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, RoundedBytes: 20971520, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 8388608, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
 			OutsideBytes: ptr(93323264), CapacityBytes: ptr(104857600),
 			Pool: "large", Verdict: VerdictOutside, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
-		fix: []string{"hold 89.00 MiB", "nvidia-smi", "torch.cuda.mem_get_info()"},
+		path: "cached_block:fails:20971520/0 release_cached:fails:20971520/1048576",
+		fix:  []string{"hold 89.00 MiB", "nvidia-smi", "torch.cuda.mem_get_info()"},
 	},
 	{
 		name: "unknown without the capacity",
 		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, 15*mib),
-		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(15728640),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, RoundedBytes: 20971520, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 8388608, DeviceFreeBytes: ptr(15728640),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
 			Pool: "large", Verdict: VerdictUnknown, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
-		fix: []string{"--capacity"},
+		path: "cached_block:fails:20971520/0 release_cached:fails:20971520/15728640",
+		fix:  []string{"--capacity"},
 	},
 	{
 		// 20 MiB asked, 10 MiB reserved + 1 MiB free on the device: even
 		// with every tensor freed, 11 MiB is all this process could get.
 		name: "exceeds what the process could get",
 		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, mib),
-		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(1048576),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, RoundedBytes: 20971520, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 8388608, DeviceFreeBytes: ptr(1048576),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
 			Pool: "large", Verdict: VerdictExceedsAvailable, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
-		fix: []string{"Make the single tensor smaller"},
+		path: "cached_block:fails:20971520/0 release_cached:fails:20971520/1048576",
+		fix:  []string{"Make the single tensor smaller"},
 	},
 	{
 		// Nothing reserved yet and a request larger than the card.
 		name: "larger than the card",
 		s:    &snapshot.Snapshot{Stacks: [][]snapshot.Frame{nil}, Streams: []uint64{0}},
 		opt:  Options{Request: 100 * gib, Capacity: 80 * gib},
-		want: &OOM{Device: 0, RequestedBytes: 107374182400, CapacityBytes: ptr(85899345920),
-			Pool: "large", Verdict: VerdictExceedsAvailable, Event: -1, Source: "request", Frames: []Frame{}},
-		fix: []string{"Make the single tensor smaller"},
+		want: &OOM{Device: 0, RequestedBytes: 107374182400, RoundedBytes: 107374182400, DeviceFreeSource: "capacity", ReleasableBytes: 0, StrandedBytes: 0, CapacityBytes: ptr(85899345920),
+			DeviceFreeBytes: ptr(85899345920),
+			Pool:            "large", Verdict: VerdictExceedsAvailable, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:107374182400/0 new_segment:fails:107374182400/85899345920 release_cached:fails:107374182400/85899345920",
+		fix:  []string{"Make the single tensor smaller"},
 	},
 	{
 		// 1 GiB - 10 MiB - (1 GiB - 40 MiB) = 30 MiB outside: at least the
-		// 20 MiB requested but under a tenth of the card (102.4 MiB).
+		// 20 MiB requested but under a tenth of the card (102.4 MiB). The
+		// device had 984 MiB free after the release, enough for the 20 MiB
+		// segment: only a memory fraction explains the failure.
 		name: "unknown: outside memory under a tenth of the card",
 		s:    oneSeg([]snapshot.Block{alloc(2*mib, 2*mib, 1), free(8 * mib)}, 20*mib, gib-40*mib),
 		opt:  Options{Capacity: gib},
-		want: &OOM{Device: 0, RequestedBytes: 20971520, DeviceFreeBytes: ptr(1031798784),
+		want: &OOM{Device: 0, RequestedBytes: 20971520, RoundedBytes: 20971520, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 8388608, DeviceFreeBytes: ptr(1031798784),
 			LargestFreeBlockBytes: 8388608, CacheFreeBytes: 8388608, ReservedBytes: 10485760, AllocatedBytes: 2097152,
 			OutsideBytes: ptr(31457280), CapacityBytes: ptr(1073741824),
 			Pool: "large", Verdict: VerdictUnknown, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
-		fix: []string{"the 30.00 MiB outside the allocator is less than a tenth of the GPU (102.40 MiB)"},
+		path: "cached_block:fails:20971520/0 release_cached:succeeds:20971520/1031798784",
+		fix:  []string{"The device had 984.00 MiB free, enough for the 20.00 MiB segment", "per-process memory fraction"},
 	},
 	{
 		name: "live tensors",
 		s:    oneSeg([]snapshot.Block{alloc(9*mib, 9*mib, 1), free(mib)}, 4*mib, 0),
-		want: &OOM{Device: 0, RequestedBytes: 4194304, DeviceFreeBytes: ptr(0),
+		want: &OOM{Device: 0, RequestedBytes: 4194304, RoundedBytes: 4194304, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 1048576, DeviceFreeBytes: ptr(0),
 			LargestFreeBlockBytes: 1048576, CacheFreeBytes: 1048576, ReservedBytes: 10485760, AllocatedBytes: 9437184,
 			Pool: "large", Verdict: VerdictLiveTensors, Event: 0, TimeUS: 7, Source: "trace",
 			Site: "fwd (/a/m.py:3)", Frames: []Frame{{"fwd", "/a/m.py", 3}}},
-		fix: []string{"The largest holder is fwd (/a/m.py:3) with 9.00 MiB in 1 block."},
+		path: "cached_block:fails:4194304/0 release_cached:fails:20971520/0",
+		fix:  []string{"The largest holder is fwd (/a/m.py:3) with 9.00 MiB in 1 block."},
 	},
 	{
 		// Device 1 reserves the most. 3 MiB needs the large pool of stream
-		// 0: 2 MiB free there; the stream-0x55 segment does not count.
+		// 0: 2 MiB free there; the stream-0x55 segment does not serve it.
+		// Its device's free memory is not known, but releasing the entirely
+		// free 20 MiB segment of stream 0x55 (release_cached_blocks frees
+		// every stream's) gives back the 20 MiB segment a 3 MiB request
+		// needs (requests between 1 and 10 MiB get 20 MiB).
 		name: "request on the busiest device",
 		s:    requestSnapshot(),
 		opt:  Options{Request: 3 * mib, RequestDevice: -1},
-		want: &OOM{Device: 1, RequestedBytes: 3145728,
+		want: &OOM{Device: 1, RequestedBytes: 3145728, RoundedBytes: 3145728, DeviceFreeSource: "", ReleasableBytes: 20971520, StrandedBytes: 4193792,
 			LargestFreeBlockBytes: 2097152, CacheFreeBytes: 2097152, ReservedBytes: 44040192, AllocatedBytes: 18874880,
-			Pool: "large", Verdict: VerdictUnknown, Event: -1, Source: "request", Frames: []Frame{}},
-		fix: []string{"--capacity"},
+			Pool: "large", Verdict: VerdictAfterRelease, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:3145728/0 new_segment:unknown:20971520/- release_cached:succeeds:20971520/20971520",
+		fix:  []string{"Nothing to fix for 3.00 MiB", "torch.cuda.empty_cache() releases the same 20.00 MiB"},
 	},
 	{
-		name: "request with the capacity known: no device free figure",
+		// 80 GiB - 42 MiB reserved is free (nothing counted outside).
+		name: "request with the capacity known: a new segment fits",
 		s:    requestSnapshot(),
 		opt:  Options{Request: 3 * mib, RequestDevice: -1, Capacity: 80 * gib},
-		want: &OOM{Device: 1, RequestedBytes: 3145728, CapacityBytes: ptr(85899345920),
+		want: &OOM{Device: 1, RequestedBytes: 3145728, RoundedBytes: 3145728, DeviceFreeSource: "capacity", ReleasableBytes: 20971520, StrandedBytes: 4193792, CapacityBytes: ptr(85899345920),
+			DeviceFreeBytes:       ptr(85855305728),
 			LargestFreeBlockBytes: 2097152, CacheFreeBytes: 2097152, ReservedBytes: 44040192, AllocatedBytes: 18874880,
-			Pool: "large", Verdict: VerdictUnknown, Event: -1, Source: "request", Frames: []Frame{}},
-		fix: []string{"--request", "torch.cuda.mem_get_info()"},
+			Pool: "large", Verdict: VerdictNewSegment, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:3145728/0 new_segment:succeeds:20971520/85855305728",
+		fix:  []string{"Nothing to fix for 3.00 MiB", "nvidia-smi", "torch.cuda.mem_get_info()"},
 	},
 	{
 		name: "small request: the small pool",
 		s:    requestSnapshot(),
 		opt:  Options{Request: mib, RequestDevice: -1},
-		want: &OOM{Device: 1, RequestedBytes: 1048576,
+		want: &OOM{Device: 1, RequestedBytes: 1048576, RoundedBytes: 1048576, DeviceFreeSource: "", ReleasableBytes: 20971520, StrandedBytes: 4193792,
 			LargestFreeBlockBytes: 2096640, CacheFreeBytes: 2096640, ReservedBytes: 44040192, AllocatedBytes: 18874880,
 			Pool: "small", Verdict: VerdictFits, Event: -1, Source: "request", Frames: []Frame{}},
-		fix: []string{"Nothing to fix for 1.00 MiB: a free block of 2.00 MiB serves it"},
+		path: "cached_block:succeeds:1048576/2096640",
+		fix:  []string{"Nothing to fix for 1.00 MiB: a free block of 2.00 MiB serves it"},
 	},
 	{
-		// Device 0: 5 MiB free but in blocks of 3 and 2 MiB.
-		name: "request on a named device: fragmentation",
+		// Device 0: 5 MiB free but in blocks of 3 and 2 MiB, nothing
+		// releasable, and the device's free memory not known: no guess.
+		name: "request on a named device: device free memory not known",
 		s:    requestSnapshot(),
 		opt:  Options{Request: 3*mib + 1, RequestDevice: 0},
-		want: &OOM{Device: 0, RequestedBytes: 3145729,
+		want: &OOM{Device: 0, RequestedBytes: 3145729, RoundedBytes: 3146240, DeviceFreeSource: "", ReleasableBytes: 0, StrandedBytes: 5242880,
+			LargestFreeBlockBytes: 3145728, CacheFreeBytes: 5242880, ReservedBytes: 10485760, AllocatedBytes: 5242880,
+			Pool: "large", Verdict: VerdictDeviceFreeUnknown, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:3146240/0 new_segment:unknown:20971520/- release_cached:unknown:20971520/-",
+		fix:  []string{"--capacity", "torch.cuda.mem_get_info()", "20.00 MiB needed"},
+	},
+	{
+		// The same with a 20 MiB card: 10 MiB free, less than the 20 MiB
+		// segment, nothing to release: the 5 MiB free in pieces of 3 and 2
+		// MiB would have held 3 MiB + 512 B: fragmentation.
+		name: "request on a named device: fragmentation",
+		s:    requestSnapshot(),
+		opt:  Options{Request: 3*mib + 1, RequestDevice: 0, Capacity: 20 * mib},
+		want: &OOM{Device: 0, RequestedBytes: 3145729, RoundedBytes: 3146240, DeviceFreeSource: "capacity", ReleasableBytes: 0, StrandedBytes: 5242880,
+			DeviceFreeBytes: ptr(10485760), CapacityBytes: ptr(20971520),
 			LargestFreeBlockBytes: 3145728, CacheFreeBytes: 5242880, ReservedBytes: 10485760, AllocatedBytes: 5242880,
 			Pool: "large", Verdict: VerdictFragmentation, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:3146240/0 new_segment:fails:20971520/10485760 release_cached:fails:20971520/10485760",
+		fix:  []string{"expandable_segments:True"},
 	},
 	{
 		// A request overrides the trace's oom.
@@ -267,9 +308,11 @@ var oomCases = []struct {
 			return s
 		}(),
 		opt: Options{Request: 3*mib + 1},
-		want: &OOM{Device: 0, RequestedBytes: 3145729,
+		want: &OOM{Device: 0, RequestedBytes: 3145729, RoundedBytes: 3146240, DeviceFreeSource: "oom_event", ReleasableBytes: 0, StrandedBytes: 5242880,
+			DeviceFreeBytes:       ptr(0),
 			LargestFreeBlockBytes: 3145728, CacheFreeBytes: 5242880, ReservedBytes: 10485760, AllocatedBytes: 5242880,
 			Pool: "large", Verdict: VerdictFragmentation, Event: -1, Source: "request", Frames: []Frame{}},
+		path: "cached_block:fails:3146240/0 new_segment:fails:20971520/0 release_cached:fails:20971520/0",
 	},
 	{
 		// The pending-free block counts as held at the oom; the stream of
@@ -283,10 +326,11 @@ var oomCases = []struct {
 			},
 			Traces: []snapshot.Trace{snapshot.TraceOf(ev(snapshot.ActionOOM, 0, 512*kib, streamIdx(1)))},
 		},
-		want: &OOM{Device: 0, RequestedBytes: 524288, DeviceFreeBytes: ptr(0),
+		want: &OOM{Device: 0, RequestedBytes: 524288, RoundedBytes: 524288, DeviceFreeSource: "oom_event", ReleasableBytes: 4194304, StrandedBytes: 0, DeviceFreeBytes: ptr(0),
 			LargestFreeBlockBytes: 1048576, CacheFreeBytes: 1048576, ReservedBytes: 4194304, AllocatedBytes: 1048576,
 			Pool: "small", Stream: 0xabc, Verdict: VerdictUnknown, Event: 0, Source: "trace",
 			Site: NoStack, Frames: []Frame{}},
+		path: "cached_block:succeeds:524288/1048576 release_cached:fails:2097152/0",
 	},
 }
 
@@ -294,6 +338,9 @@ func TestOOM(t *testing.T) {
 	for _, c := range oomCases {
 		t.Run(c.name, func(t *testing.T) {
 			o := Analyze(c.s, c.opt).OOM
+			if p := pathString(o.Path); p != c.path {
+				t.Errorf("path:\n got %s\nwant %s", p, c.path)
+			}
 			if got := withoutText(o); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("oom:\n got %s\nwant %s", js(t, got), js(t, c.want))
 			}
@@ -376,7 +423,7 @@ func TestGaps(t *testing.T) {
 		{0, 10, []uint64{10}},
 	} {
 		var got []uint64
-		gaps(blocks, c.lo, c.hi, func(n uint64) { got = append(got, n) })
+		gaps(blocks, c.lo, c.hi, func(_, n uint64) { got = append(got, n) })
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("[%d,%d): %v, want %v", c.lo, c.hi, got, c.want)
 		}

@@ -21,16 +21,24 @@ type traceSummary struct {
 // first. The snapshot's own state is the end of the window, so walking
 // backwards from it needs no guess about memory that predates the window,
 // which a forward replay from zero would need.
-func (a *analysis) replayTraces(points int) []traceSummary {
+func (a *analysis) replayTraces(points int) ([]traceSummary, []TraceMismatch) {
 	var out []traceSummary
+	var bad []TraceMismatch
 	for d := range a.s.Traces {
 		tr := &a.s.Traces[d]
 		if tr.Len() == 0 {
 			continue
 		}
-		out = append(out, replayBackward(d, tr, a.requested(d), points))
+		// The backward pass starts from the trace's own end: when the
+		// trace and the segments disagree, starting from the segments
+		// would mix the two (a peak that is not the sum of what was alive).
+		end, m := a.traceEnd(d, tr, a.requested(d))
+		if m != nil {
+			bad = append(bad, *m)
+		}
+		out = append(out, replayBackward(d, tr, end, points))
 	}
-	return out
+	return out, bad
 }
 
 // requested is Σ requested_size of a device's active blocks: the memory in

@@ -19,7 +19,9 @@ type Report struct {
 	TopSites []Site    `json:"top_sites"`
 	Peak     *Peak     `json:"peak"`
 	Timeline *Timeline `json:"timeline"`
-	Info     Info      `json:"info"`
+	// TraceMismatch lists the devices whose trace and segments disagree.
+	TraceMismatch []TraceMismatch `json:"trace_mismatch,omitempty"`
+	Info          Info            `json:"info"`
 }
 
 // Info says what the snapshot held.
@@ -134,8 +136,28 @@ type OOM struct {
 	CapacityBytes *uint64 `json:"capacity_bytes,omitempty"`
 	Pool          string  `json:"pool"`
 	Stream        uint64  `json:"stream"`
+	// RoundedBytes is the request as the allocator rounds it (round_size);
+	// an oom event records it already rounded.
+	RoundedBytes uint64 `json:"rounded_bytes"`
+	// DeviceFreeSource says where DeviceFreeBytes comes from: "oom_event"
+	// (measured by PyTorch at an oom, moved by what was reserved or
+	// released since for a --request), "capacity" (--capacity minus
+	// reserved: memory held outside PyTorch is not known and counted as
+	// none), or "" when the device's free memory is not known.
+	DeviceFreeSource string `json:"device_free_source"`
+	// ReleasableBytes is what releasing every entirely free cached segment
+	// gives back (PyTorch does this before it raises an OOM);
+	// StrandedBytes is free memory in segments that also hold live blocks,
+	// which no release gives back.
+	ReleasableBytes uint64 `json:"releasable_bytes"`
+	StrandedBytes   uint64 `json:"stranded_bytes"`
+	// Path is the allocator's steps for the request, up to the first that
+	// succeeds; for a trace oom, the steps that failed.
+	Path []Step `json:"path"`
 	// Verdict is "fragmentation", "outside_allocator", "exceeds_available",
-	// "live_tensors", "fits" (a --request a free block serves) or "unknown".
+	// "live_tensors", "unknown", or for a --request question "fits" (a
+	// cached block serves it), "new_segment", "fits_after_release" or
+	// "device_free_unknown".
 	Verdict  string  `json:"verdict"`
 	Reason   string  `json:"reason"`
 	ReasonZH string  `json:"reason_zh"`

@@ -4,7 +4,8 @@
 // It generates (or reuses, with -keep) a snapshot of at least -size bytes in
 // the newest layout with a long allocator trace, using gensnap.py next to this
 // file; builds gpudx; then times, best of -runs each, `gpudx mem --format json
-// FILE > /dev/null` and `python3 -c "import pickle,sys;
+// FILE`, `gpudx mem --format html FILE` (the one-file page, whose size it
+// reports) and `python3 -c "import pickle,sys;
 // pickle.load(open(sys.argv[1],'rb'))" FILE`, with each child's peak RSS
 // (rusage Maxrss). It prints the file size, both times, their ratio,
 // gpudx's peak RSS against the file size, and the goals (at least 5x faster
@@ -121,6 +122,10 @@ func run(sizeArg, keep string, runs int, python, gen string, cpp, check bool) er
 	if err != nil {
 		return fmt.Errorf("gpudx mem: %w", err)
 	}
+	h, err := measure(runs, gpudx, "mem", "--format", "html", file)
+	if err != nil {
+		return fmt.Errorf("gpudx mem --format html: %w", err)
+	}
 	p, err := measure(runs, python, "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", file)
 	if err != nil {
 		return fmt.Errorf("python pickle.load: %w", err)
@@ -130,7 +135,8 @@ func run(sizeArg, keep string, runs int, python, gen string, cpp, check bool) er
 	rssRatio := float64(g.rss) / float64(st.Size())
 	fmt.Println()
 	fmt.Printf("snapshot           %s (%d bytes)\n", human(st.Size()), st.Size())
-	fmt.Printf("gpudx mem          %8.2fs  peak RSS %s\n", g.best.Seconds(), human(g.rss))
+	fmt.Printf("gpudx mem          %8.2fs  peak RSS %s  (--format json, %s written)\n", g.best.Seconds(), human(g.rss), human(g.out))
+	fmt.Printf("gpudx mem --html   %8.2fs  peak RSS %s  (one-file page, %s; %.2fx the JSON's time)\n", h.best.Seconds(), human(h.rss), human(h.out), h.best.Seconds()/g.best.Seconds())
 	fmt.Printf("python pickle.load %8.2fs  peak RSS %s\n", p.best.Seconds(), human(p.rss))
 	fmt.Printf("python / gpudx     %8.1fx\n", ratio)
 	fmt.Printf("gpudx RSS / file   %8.2f\n", rssRatio)
@@ -142,6 +148,15 @@ func run(sizeArg, keep string, runs int, python, gen string, cpp, check bool) er
 type result struct {
 	best time.Duration
 	rss  int64 // the largest peak RSS over the runs, bytes
+	out  int64 // bytes the program wrote to its standard output (last run)
+}
+
+// counter counts what is written to it.
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // measure runs a program n times with stdout to /dev/null and returns the
@@ -152,7 +167,9 @@ func measure(n int, name string, args ...string) (result, error) {
 		cmd := exec.Command(name, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		// a nil Stdout is the null device
+		// Standard output is counted, not kept.
+		var out counter
+		cmd.Stdout = &out
 		t0 := time.Now()
 		err := cmd.Run()
 		d := time.Since(t0)
@@ -162,6 +179,7 @@ func measure(n int, name string, args ...string) (result, error) {
 		if i == 0 || d < r.best {
 			r.best = d
 		}
+		r.out = out.n
 		if rss := benchutil.MaxRSS(cmd.ProcessState); rss > r.rss {
 			r.rss = rss
 		}

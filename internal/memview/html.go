@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,19 +25,25 @@ var htmlTemplate string
 // pageTmpl is never executed itself: HTML executes a clone whose label
 // functions speak the page's language.
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"size":    size,
-	"pct":     percent,
-	"group":   group,
-	"when":    when,
-	"device":  device,
-	"frame":   frameText,
-	"stream":  stream,
-	"inc":     func(i int) int { return i + 1 },
-	"deref":   func(b *bool) bool { return b != nil && *b },
+	"size":   size,
+	"pct":    percent,
+	"group":  group,
+	"when":   when,
+	"device": device,
+	"frame":  frameText,
+	"stream": stream,
+	"inc":    func(i int) int { return i + 1 },
+	"deref":  func(b *bool) bool { return b != nil && *b },
+	"derefu": func(n *uint64) uint64 { return *n },
+	// okverdict: a --request answer that needs no fix.
+	"okverdict": func(v string) bool {
+		return v == memory.VerdictFits || v == memory.VerdictNewSegment || v == memory.VerdictAfterRelease
+	},
 	"t":       func(string, ...any) string { return "" },
 	"markup":  func(string) template.HTML { return "" },
 	"verdict": func(string) string { return "" },
 	"site":    func(string) string { return "" },
+	"sitecls": func(string) string { return "" },
 }).Parse(htmlTemplate))
 
 // labelFuncs are the template functions that write the fixed words of the
@@ -107,6 +114,9 @@ type htmlPage struct {
 	Omitted  omitted
 	MaxDrawn int
 	Settings *snapshot.Settings
+	Mismatch []string // the trace and the segments disagree: one sentence per device
+	Active   *htmlActive
+	ActiveJS []activeJS
 }
 
 type omitted struct {
@@ -214,6 +224,13 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 	}
 	tmpl.Funcs(labelFuncs(L))
 	pg := &htmlPage{Lang: lng, Title: o.Name, R: r, MaxDrawn: MaxDrawnBlocks, Settings: s.Settings}
+	for _, m := range r.TraceMismatch {
+		if lng == "zh" && m.TextZH != "" {
+			pg.Mismatch = append(pg.Mismatch, m.TextZH)
+		} else {
+			pg.Mismatch = append(pg.Mismatch, m.Text)
+		}
+	}
 	pg.Summary = strings.TrimSuffix(strings.TrimPrefix(header(r, Options{Name: o.Name}, L, 1<<20), "gpudx mem: "), "\n")
 	if r.OOM != nil && lng == "zh" {
 		// The template writes the report's reason and fix; a copy keeps
@@ -224,6 +241,12 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 		}
 		if oom.FixZH != "" {
 			oom.Fix = oom.FixZH
+		}
+		oom.Path = slices.Clone(oom.Path)
+		for i := range oom.Path {
+			if oom.Path[i].TextZH != "" {
+				oom.Path[i].Text = oom.Path[i].TextZH
+			}
 		}
 		rc := *r
 		rc.OOM = &oom
@@ -247,6 +270,17 @@ func HTML(w io.Writer, r *memory.Report, s *snapshot.Snapshot, o Options) error 
 		pg.Omitted.Bytes += hd.Map.Omitted.Bytes
 		pg.Devices = append(pg.Devices, hd)
 	}
+	pal := palette{}
+	for _, x := range r.TopSites {
+		pal.add(x.Site)
+	}
+	if r.Peak != nil {
+		for _, x := range r.Peak.TopSites {
+			pal.add(x.Site)
+		}
+	}
+	pg.Active, pg.ActiveJS = activeChart(r, s, L, pal, st)
+	tmpl.Funcs(template.FuncMap{"sitecls": pal.class})
 	pg.Stacks, pg.Frames = st.stacks, st.frames
 	pg.Chart = timelineChart(r, L)
 	return tmpl.Execute(w, pg)
@@ -484,7 +518,12 @@ func figureTable(d *memory.Device, L map[string]string) ([]figCol, []figRow) {
 		row("rounding", func(f *memory.Figures) string { return size(f.RoundingBytes) }),
 		row("largest", func(f *memory.Figures) string { return size(f.LargestFreeBlockBytes) }),
 		row("frag", func(f *memory.Figures) string { return percent(f.Fragmentation) }),
-		row("typical", func(f *memory.Figures) string { return size(f.TypicalRequestBytes) }),
+		row("typical", func(f *memory.Figures) string {
+			if f.TypicalRequestBytes == 0 {
+				return "—" // nothing allocated: no median
+			}
+			return size(f.TypicalRequestBytes)
+		}),
 		row("small", func(f *memory.Figures) string { return group(f.SmallFreeBlocks) }),
 		row("segments", func(f *memory.Figures) string {
 			return fmt.Sprintf("%s (%s / %s / %s)", group(f.Segments), group(f.SegmentStates.Full), group(f.SegmentStates.Mixed), group(f.SegmentStates.Free))

@@ -442,3 +442,54 @@ func TestHTMLLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveTimelineHTML: the page draws the active-memory timeline as at
+// most DefaultActiveBands bands plus the summed one, says what it summed,
+// marks the peak, and colours each band like its site's row in the tables.
+func TestActiveTimelineHTML(t *testing.T) {
+	s, err := snapshot.ReadFile("../../snapshot/testdata/hand-p4.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := memory.Analyze(s, memory.Options{RequestDevice: -1})
+	p := renderPage(t, r, s)
+	var bands, swatches []*html.Node
+	walk(p.root, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		c, _ := attr(n, "class")
+		switch {
+		case n.Data == "polygon" && strings.HasPrefix(c, "band "):
+			bands = append(bands, n)
+		case n.Data == "span" && strings.HasPrefix(c, "sw c"):
+			swatches = append(swatches, n)
+		}
+	})
+	tl := memory.ActiveTimelineOf(s, r.Peak.Device, 0, 0)
+	want := len(tl.Bands)
+	if tl.OtherCount > 0 {
+		want++
+	}
+	if len(bands) != want || want > memory.DefaultActiveBands+1 {
+		t.Errorf("%d bands drawn, want %d", len(bands), want)
+	}
+	if !strings.Contains(p.raw, "are summed in the grey band on top") || !strings.Contains(p.raw, `class="mark peakline"`) {
+		t.Error("the page does not say what it summed, or has no peak mark")
+	}
+	// The first holder's colour is the colour of the bands of its site.
+	first := strings.TrimPrefix(attrOr(swatches[0], "class"), "sw ")
+	same := 0
+	for i, b := range tl.Bands {
+		if b.Site != r.TopSites[0].Site {
+			continue
+		}
+		same++
+		if attrOr(bands[i], "data-c") != first {
+			t.Errorf("band %d of %s is %s, its row %s", i, b.Site, attrOr(bands[i], "data-c"), first)
+		}
+	}
+	if same == 0 {
+		t.Errorf("no band of the first holder %s: the check does not run", r.TopSites[0].Site)
+	}
+}

@@ -299,3 +299,79 @@ func TestNoStackSiteInChinese(t *testing.T) {
 		t.Errorf("zh report:\n%s", zh.String())
 	}
 }
+
+// TestMismatchSaidOnce: a trace that ends with a 4 MiB alloc the segments
+// show free is said once, in text and HTML, and the peak is the trace's.
+func TestMismatchSaidOnce(t *testing.T) {
+	const a = 0x7f00_0000_0000
+	s := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Device: 0, Address: a, TotalSize: 20 * MiB, Blocks: []snapshot.Block{
+			{Address: a, Size: 20 * MiB, State: snapshot.Inactive}}}},
+		Traces: []snapshot.Trace{snapshot.TraceOf(
+			snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: a, Size: 4 * MiB, TimeUS: t0},
+		)},
+		Stacks:  [][]snapshot.Frame{nil},
+		Streams: []uint64{0},
+	}
+	r := analyze(s)
+	var b strings.Builder
+	if err := Text(&b, r, Options{Name: "m.pickle", Width: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "disagree"); n != 1 {
+		t.Errorf("said %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "Note: The trace and the segments disagree on device 0: the trace ends with 4.00 MiB in 1 allocation it never frees, but the segments show them free (0 B in use by the segments).") ||
+		!strings.Contains(out, "Peak in use: 4.00 MiB on cuda:0") {
+		t.Errorf("text:\n%s", out)
+	}
+	p := renderPage(t, r, s)
+	if n := strings.Count(p.raw, "disagree"); n != 1 {
+		t.Errorf("HTML says it %d times", n)
+	}
+}
+
+// TestWordsExplained: the allocator's words are explained where they first
+// appear (the first device), <no stack recorded> is explained once though
+// two tables list it, and nothing allocated prints no median of 0 B.
+func TestWordsExplained(t *testing.T) {
+	const a = 0x7f00_0000_0000
+	s := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{
+			{Device: 0, Address: a, TotalSize: 20 * MiB, Blocks: []snapshot.Block{
+				{Address: a, Size: 4 * MiB, RequestedSize: 4*MiB - 1, State: snapshot.ActiveAllocated},
+				{Address: a + 4*MiB, Size: 16 * MiB, State: snapshot.Inactive}}},
+			{Device: 1, Address: a + 64*MiB, TotalSize: 2 * MiB, Small: true, Blocks: []snapshot.Block{
+				{Address: a + 64*MiB, Size: 2 * MiB, State: snapshot.Inactive}}},
+		},
+		Traces: []snapshot.Trace{snapshot.TraceOf(
+			snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: a + 4*MiB, Size: MiB, TimeUS: t0},
+			snapshot.TraceEntry{Action: snapshot.ActionFreeCompleted, Addr: a + 4*MiB, Size: MiB, TimeUS: t0 + 1},
+		)},
+		Stacks:  [][]snapshot.Frame{nil},
+		Streams: []uint64{0},
+	}
+	var b strings.Builder
+	if err := Text(&b, analyze(s), Options{Name: "w.pickle"}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, c := range []struct {
+		s string
+		n int
+	}{
+		{"<no stack recorded> is memory allocated before torch.cuda.memory._record_memory_history was", 1},
+		{"stranded 3.00 MiB (free pieces between live blocks", 0},
+		{"releasable 0 B (in segments with no live block: empty_cache()", 1},
+		{"mixed (live and free blocks)", 1},
+		{"rounding 1 B: the allocator rounds each size up to a multiple of 512 B", 1},
+		{"free blocks smaller than the median live block (4.00 MiB): 0", 1},
+		{"(0 B): 0", 0},
+		{"typical request", 0},
+	} {
+		if got := strings.Count(out, c.s); got != c.n {
+			t.Errorf("%q appears %d times, want %d:\n%s", c.s, got, c.n, out)
+		}
+	}
+}

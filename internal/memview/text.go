@@ -32,12 +32,28 @@ func Text(w io.Writer, r *memory.Report, o Options) error {
 	} else {
 		siteTable(&b, r.TopSites, L, W, "  ")
 	}
-	for _, d := range r.Devices {
+	// The first table that lists memory without a stack says what that
+	// means and how to record it.
+	noStack := hasNoStack(r.TopSites)
+	if noStack {
+		b.WriteString(wrap(L["nostack_why"], "  ", "  ", W))
+	}
+	for i, d := range r.Devices {
 		b.WriteByte('\n')
-		deviceText(&b, &d, L, W)
+		deviceText(&b, &d, L, W, i == 0)
 	}
 	b.WriteByte('\n')
+	for _, m := range r.TraceMismatch {
+		t := m.Text
+		if o.Lang == "zh" && m.TextZH != "" {
+			t = m.TextZH
+		}
+		b.WriteString(wrap(L["note"]+t, "", "  ", W))
+	}
 	peakText(&b, r.Peak, L, W)
+	if r.Peak != nil && !noStack && hasNoStack(r.Peak.TopSites) {
+		b.WriteString(wrap(L["nostack_why"], "  ", "  ", W))
+	}
 	if o.Stacks {
 		stacksText(&b, r, L)
 	}
@@ -155,8 +171,13 @@ func oomText(b *strings.Builder, m *memory.OOM, o Options, L map[string]string, 
 	}
 	b.WriteString(items(head, "", "  ", W))
 	figs := []string{fmt.Sprintf(L["requested"], size(m.RequestedBytes), m.Pool, stream(m.Stream))}
-	if m.DeviceFreeBytes != nil {
+	switch {
+	case m.DeviceFreeBytes != nil && m.DeviceFreeSource == memory.FreeFromCapacity:
+		figs = append(figs, fmt.Sprintf(L["devfree_cap"], size(*m.DeviceFreeBytes)))
+	case m.DeviceFreeBytes != nil:
 		figs = append(figs, fmt.Sprintf(L["devfree"], size(*m.DeviceFreeBytes)))
+	case m.Source == "request":
+		figs = append(figs, L["devfree_unknown"])
 	}
 	figs = append(figs,
 		fmt.Sprintf(L["largest"], size(m.LargestFreeBlockBytes)),
@@ -187,6 +208,21 @@ func oomText(b *strings.Builder, m *memory.OOM, o Options, L map[string]string, 
 		v += " — " + reason
 	}
 	b.WriteString(wrap(v, "  ", "    ", W))
+	if len(m.Path) > 0 {
+		h := L["path_req"]
+		if m.Source != "request" {
+			h = L["path_trace"]
+		}
+		b.WriteString("  " + h + "\n")
+		for i, s := range m.Path {
+			t := s.Text
+			if o.Lang == "zh" && s.TextZH != "" {
+				t = s.TextZH
+			}
+			n := fmt.Sprintf("%d. ", i+1)
+			b.WriteString(wrap(n+t, "    ", "    "+strings.Repeat(" ", len(n)), W))
+		}
+	}
 	site := siteName(m.Site, L)
 	if m.Source != "request" {
 		b.WriteString("  " + L["failing"] + clip(site, W-2-width(L["failing"])) + "\n")
@@ -207,29 +243,53 @@ func siteTable(b *strings.Builder, sites []memory.Site, L map[string]string, W i
 	}
 }
 
-func deviceText(b *strings.Builder, d *memory.Device, L map[string]string, W int) {
+// hasNoStack reports whether a site table lists memory without a stack.
+func hasNoStack(sites []memory.Site) bool {
+	for _, s := range sites {
+		if s.Site == memory.NoStack {
+			return true
+		}
+	}
+	return false
+}
+
+// deviceText writes a device's figures; explain (the first device) says
+// what the allocator's words mean where they first appear.
+func deviceText(b *strings.Builder, d *memory.Device, L map[string]string, W int, explain bool) {
 	f := &d.Figures
+	key := func(k string) string {
+		if explain {
+			return L[k+"x"]
+		}
+		return L[k]
+	}
 	b.WriteString(items([]string{
 		fmt.Sprintf(L["dev_line"], size(f.ReservedBytes)),
 		fmt.Sprintf(L["allocated"], size(f.AllocatedBytes)),
 		fmt.Sprintf(L["active"], size(f.ActiveBytes)),
-		fmt.Sprintf(L["requested_r"], size(f.RequestedBytes), size(f.RoundingBytes)),
+		fmt.Sprintf(key("requested_r"), size(f.RequestedBytes), size(f.RoundingBytes)),
 	}, device(d.Device)+"  ", "  ", W))
-	b.WriteString(items([]string{
-		fmt.Sprintf(L["freein"], size(f.InactiveBytes), size(f.ReleasableBytes), size(f.StrandedBytes)),
-		fmt.Sprintf(L["largest"], size(f.LargestFreeBlockBytes)),
-	}, "  ", "  ", W))
-	b.WriteString(items([]string{
-		fmt.Sprintf(L["fragm"], percent(f.Fragmentation)),
-		fmt.Sprintf(L["smallfree"], size(f.TypicalRequestBytes), group(f.SmallFreeBlocks)),
-	}, "  ", "  ", W))
+	free := fmt.Sprintf(key("freein"), size(f.InactiveBytes), size(f.ReleasableBytes), size(f.StrandedBytes))
+	if explain {
+		// A sentence, not an item: it wraps.
+		b.WriteString(wrap(free, "  ", "    ", W))
+		b.WriteString(items([]string{fmt.Sprintf(L["largest"], size(f.LargestFreeBlockBytes))}, "  ", "  ", W))
+	} else {
+		b.WriteString(items([]string{free, fmt.Sprintf(L["largest"], size(f.LargestFreeBlockBytes))}, "  ", "  ", W))
+	}
+	frag := []string{fmt.Sprintf(key("fragm"), percent(f.Fragmentation))}
+	// With nothing allocated there is no median live block to compare with.
+	if f.TypicalRequestBytes > 0 {
+		frag = append(frag, fmt.Sprintf(L["smallfree"], size(f.TypicalRequestBytes), group(f.SmallFreeBlocks)))
+	}
+	b.WriteString(items(frag, "  ", "  ", W))
 	exp := L["noexp"]
 	if f.ExpandableSegments > 0 {
 		exp = fmt.Sprintf(L["expseg"], group(f.ExpandableSegments), size(f.ExpandableBytes))
 	}
 	bs := f.BlockStates
 	b.WriteString(items([]string{
-		fmt.Sprintf(L["segs"], group(f.Segments), group(f.SegmentStates.Full), group(f.SegmentStates.Mixed), group(f.SegmentStates.Free)),
+		fmt.Sprintf(key("segs"), group(f.Segments), group(f.SegmentStates.Full), group(f.SegmentStates.Mixed), group(f.SegmentStates.Free)),
 		fmt.Sprintf(L["blocks"], group(f.Blocks), group(bs.ActiveAllocated.Count), group(bs.ActivePendingFree.Count), group(bs.Inactive.Count)),
 		exp,
 	}, "  ", "  ", W))

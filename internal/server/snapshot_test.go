@@ -64,7 +64,7 @@ func TestSnapshotFigures(t *testing.T) {
 		{"hand-p2.pickle", "?top=1", "dict, pickle protocol 2",
 			oom{Device: 0, RequestedBytes: 41943040, DeviceFree: &free, LargestFree: 8388608, Verdict: "live_tensors", Source: "trace"}, 1},
 		{"hand-p4.pickle", "?request=6MiB&device=cuda:0&capacity=80GB", "dict, pickle protocol 4",
-			oom{Device: 0, RequestedBytes: 6291456, LargestFree: 8388608, Verdict: "fits", Source: "request"}, 2},
+			oom{Device: 0, RequestedBytes: 6291456, DeviceFree: &free, LargestFree: 8388608, Verdict: "fits", Source: "request"}, 2},
 	} {
 		w := do(t, s, req{method: "POST", target: "/api/v1/snapshots" + tt.query, body: readFile(t, snapshots+tt.file)})
 		var got report
