@@ -105,6 +105,9 @@ type rankTracker struct {
 	timeoutOp  map[string]string        // its OpType, by "pg/seq", where the WorkNCCL line says
 	enqueued   map[string]map[int]int64 // last enqueued collective
 	lagging    []int                    // ranks the desync report names
+
+	files int      // inputs started (Collector.File)
+	hosts []string // by input: the one host its lines name, "" none, "\x00" several
 }
 
 // ncclRank is a process's rank in one communicator of nranks. A process
@@ -122,6 +125,7 @@ func newRankTracker() *rankTracker {
 // newFile resets what belongs to one input.
 func (t *rankTracker) newFile(name string) {
 	t.fileRank, t.globalRank = -1, -1
+	t.files++
 	if r, ok := FileRank(name); ok {
 		t.fileRank = r
 	}
@@ -190,6 +194,7 @@ func (t *rankTracker) line(text []byte) {
 		}
 	}
 	t.collective(text)
+	t.host(text)
 	if t.inRootTable > 0 {
 		t.inRootTable-- // the rank is in the table's first lines or not at all
 	}
@@ -257,6 +262,53 @@ func (t *rankTracker) collective(text []byte) {
 			}
 		}
 	}
+}
+
+// Host names a line gives: a syslog or journal kernel line ("Nov 21
+// 10:41:07 gpu-node-07 kernel: NVRM: Xid ...") and NCCL's "host:pid:tid"
+// prefix.
+var reKernelHost = regexp.MustCompile(`^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?) ([\w.-]+) kernel:`)
+
+// host notes the host a line names for the current input.
+func (t *rankTracker) host(text []byte) {
+	var h []byte
+	head := text[:min(len(text), rankHead)]
+	if bytes.Contains(head, []byte(" kernel:")) {
+		if m := reKernelHost.FindSubmatch(head); m != nil {
+			h = m[1]
+		}
+	} else if bytes.Contains(head, []byte(" NCCL ")) {
+		if m := reNCCLPrefix.FindSubmatch(head); m != nil {
+			h = m[1]
+		}
+	}
+	if h == nil {
+		return
+	}
+	i := max(t.files-1, 0) // the current input; 0 when File was never called
+	if i >= maxFiles {
+		return
+	}
+	for len(t.hosts) <= i {
+		t.hosts = append(t.hosts, "")
+	}
+	cur := &t.hosts[i]
+	switch *cur {
+	case "":
+		*cur = string(h)
+	case string(h), "\x00":
+	default:
+		*cur = "\x00"
+	}
+}
+
+// hostOf is the one host input i names, or "" when it names none or
+// several.
+func (t *rankTracker) hostOf(i int) string {
+	if i < 0 || i >= len(t.hosts) || t.hosts[i] == "\x00" {
+		return ""
+	}
+	return t.hosts[i]
 }
 
 // setOnce records v for rank r of group pg unless one is recorded; it
