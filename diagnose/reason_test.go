@@ -235,6 +235,17 @@ func TestConditionsOrderAdvice(t *testing.T) {
 	if m := r.Diagnoses[0].Memory; m == nil || m.Verdict != oom.OtherProcess {
 		t.Errorf("memory %+v", m)
 	}
+	// The version not known: the 2.9-only item goes below the item with no
+	// condition, though its rate is higher.
+	r = build(t, es, line)
+	got = got[:0]
+	for _, w := range r.Diagnoses[0].Workarounds {
+		got = append(got, w.Action+"|"+w.ConditionStatus)
+	}
+	want = []string{"other process|holds", "smaller batch|", "2.9 workaround|unknown", "expandable segments|fails"}
+	if !slices.Equal(got, want) {
+		t.Errorf("torch unknown: workarounds\n got %q\nwant %q", got, want)
+	}
 }
 
 // The log's own environment lines are read; what the caller gives fills
