@@ -101,15 +101,15 @@ type Analysis struct {
 	// SelfPID is the PID of the listed process taken to be this one (0
 	// where the clause shows no PID), or -1 when none is; SelfWhy says why,
 	// and why it is not counted as another process.
-	SelfPID   int    `json:"self_pid"`
-	SelfWhy   string `json:"self_why,omitempty"`
-	SelfWhyZh string `json:"self_why_zh,omitempty"`
-	Shape               string    `json:"shape,omitempty"`      // TF: "[32,3,224,224]"
-	DType               string    `json:"dtype,omitempty"`      // TF: "float"
-	Verdict             Verdict   `json:"verdict"`
-	Reason              string    `json:"reason"`    // one sentence with the figures, English
-	ReasonZh            string    `json:"reason_zh"` // the same in Chinese
-	Advice              []Advice  `json:"advice"`    // numeric advice, most useful first
+	SelfPID   int      `json:"self_pid"`
+	SelfWhy   string   `json:"self_why,omitempty"`
+	SelfWhyZh string   `json:"self_why_zh,omitempty"`
+	Shape     string   `json:"shape,omitempty"` // TF: "[32,3,224,224]"
+	DType     string   `json:"dtype,omitempty"` // TF: "float"
+	Verdict   Verdict  `json:"verdict"`
+	Reason    string   `json:"reason"`    // one sentence with the figures, English
+	ReasonZh  string   `json:"reason_zh"` // the same in Chinese
+	Advice    []Advice `json:"advice"`    // numeric advice, most useful first
 
 	// Figures that shape the reasons and advice but are not part of the
 	// JSON form.
