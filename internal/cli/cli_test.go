@@ -143,6 +143,11 @@ func TestExitCodes(t *testing.T) {
 	badgz := filepath.Join(dir, "bad.gz")
 	os.WriteFile(badgz, buf.Bytes()[:len(buf.Bytes())-12], 0o644)
 
+	found := filepath.Join(dir, "found.log")
+	os.WriteFile(found, []byte("step 10\nRuntimeError: CUDA error: misaligned address\n"), 0o644)
+	fine := filepath.Join(dir, "fine.log")
+	os.WriteFile(fine, []byte("step 10 loss 1.93\n"), 0o644)
+
 	tests := []struct {
 		name  string
 		stdin string
@@ -152,6 +157,12 @@ func TestExitCodes(t *testing.T) {
 		inOut string
 		inErr string
 	}{
+		// grep's convention: with --exit-code a finding gives 1 even when
+		// another input could not be read (named on stderr); 2 only when
+		// nothing was found and something failed.
+		{"--exit-code, a finding and an unreadable input", "", nil, []string{"diagnose", "--exit-code", found, bin}, 1, "cuda/misaligned-address", "looks like a binary file"},
+		{"--exit-code, no finding and an unreadable input", "", nil, []string{"diagnose", "--exit-code", fine, bin}, 2, "No known GPU error found", "looks like a binary file"},
+		{"a finding and an unreadable input, no --exit-code", "", nil, []string{"diagnose", found, bin}, 2, "cuda/misaligned-address", "looks like a binary file"},
 		{"missing file", "", nil, []string{"diagnose", "/nonexistent/x.log"}, 2, "", "/nonexistent/x.log: no such file or directory"},
 		{"bad format", "", nil, []string{"diagnose", "-f", "yaml", "-"}, 2, "", `--format: want text, json, markdown, got "yaml"`},
 		{"bad lang", "", nil, []string{"diagnose", "--lang", "fr", "-"}, 2, "", `--lang: want en or zh, got "fr"`},
