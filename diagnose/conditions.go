@@ -44,9 +44,13 @@ func evaluate(src string, fs, ev map[string]any) Applicability {
 }
 
 // applyConditions evaluates every dead end and workaround and orders
-// them: items that apply first; among those, an item whose condition is
-// known to hold here first (the figures point at it), then by rate (most
-// likely to waste time, most likely to work).
+// them by what this log says: items whose condition holds here first (the
+// log's figures point at them), then items without a condition (they
+// apply everywhere), then items whose condition cannot be told here (a
+// version or GPU the log does not name), and last the items whose
+// condition fails (Applies false: text output hides them, JSON keeps
+// them). Within each, by rate (most likely to waste time, most likely to
+// work), then by the entry's order.
 // ev is the environment as condition values (env.Environment.Values).
 func applyConditions(d *Diagnosis, ev map[string]any) {
 	fs := make(map[string]any, len(d.Facts))
@@ -67,19 +71,23 @@ func applyConditions(d *Diagnosis, ev map[string]any) {
 	})
 }
 
-func byApplicability(a, b Applicability, ra, rb float64) int {
-	if a.Applies != b.Applies {
-		if a.Applies {
-			return -1
-		}
+// Rank is where an item's applicability puts it: 0 its condition holds,
+// 1 it has none, 2 its condition is unknown here, 3 its condition fails.
+func (a Applicability) Rank() int {
+	switch {
+	case !a.Applies || a.ConditionStatus == string(condition.Fails):
+		return 3
+	case a.ConditionStatus == string(condition.Holds):
+		return 0
+	case a.ConditionStatus == "":
 		return 1
 	}
-	ha, hb := a.ConditionStatus == string(condition.Holds), b.ConditionStatus == string(condition.Holds)
-	if ha != hb {
-		if ha {
-			return -1
-		}
-		return 1
+	return 2
+}
+
+func byApplicability(a, b Applicability, ra, rb float64) int {
+	if c := cmp.Compare(a.Rank(), b.Rank()); c != 0 {
+		return c
 	}
 	return cmp.Compare(rb, ra)
 }

@@ -536,7 +536,7 @@ func (c *Collector) Report() *Report {
 	for _, d := range ds {
 		c.reason(d, c.groups[d.entryIdx], environment, values)
 	}
-	order(ds, idx)
+	order(ds, idx, c.ranks.hostOf)
 	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
 	rep.Ranks = c.rankSummary(ds)
 	return rep

@@ -21,7 +21,10 @@ type said struct{ en, zh string }
 func (s said) empty() bool { return s.en == "" }
 
 // order sorts diagnoses root first. A diagnosis the transition graph says
-// is caused by another present one comes after it. Among the diagnoses
+// is caused by another present one comes after it; so does a CUDA or NCCL
+// error seen after a fatal hardware event (hardwareEvent) on the same
+// node, and what a hardware event leads to is only linked to it when seen
+// after it and on its node. Among the diagnoses
 // whose causes are placed, the next is chosen by these rules, in turn:
 //  1. errors before warnings (lines healthy runs print too);
 //  2. a diagnosis whose known causes the installed versions rule out
@@ -36,7 +39,7 @@ func (s said) empty() bool { return s.en == "" }
 // was placed before it; a cycle in the graph is broken at the diagnosis the
 // rules put first, which becomes a root. Why records, for each diagnosis,
 // the rules that put it where it is.
-func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
+func order(ds []*Diagnosis, idx map[string]*Diagnosis, host func(file int) string) {
 	byStamp := len(ds) > 1
 	files := map[int]bool{}
 	for _, d := range ds {
@@ -55,14 +58,38 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis) {
 		}
 		preds[to] = append(preds[to], edge{from, rule})
 	}
+	// What a hardware event leads to happens after it, on its node: a CUDA
+	// error printed before it, or on another host, has another cause.
+	elsewhere := func(h, d *Diagnosis) bool {
+		return d != nil && hardwareEvent(h) && followsHardware(d) && (before(d, h) || !sameNode(h, d, host))
+	}
 	for _, d := range ds {
 		for _, id := range d.entry.TransitionGraph.LeadsTo {
+			if elsewhere(d, idx[id]) {
+				continue
+			}
 			link(d, idx[id], said{"the knowledge base says " + d.ID + " leads to " + id,
 				"知识库记载 " + d.ID + " 会引发 " + id})
 		}
 		for _, id := range d.entry.TransitionGraph.PrecededBy {
+			if h := idx[id]; h != nil && elsewhere(h, d) {
+				continue
+			}
 			link(idx[id], d, said{"the knowledge base says " + d.ID + " is preceded by " + id,
 				"知识库记载 " + d.ID + " 之前通常先出现 " + id})
+		}
+	}
+	// A fatal hardware event is the root of the CUDA and NCCL errors that
+	// follow it on that node, whether or not the graph names them.
+	for _, h := range ds {
+		if !hardwareEvent(h) {
+			continue
+		}
+		for _, d := range ds {
+			if d != h && followsHardware(d) && !before(d, h) && sameNode(h, d, host) {
+				link(h, d, said{h.ID + " is a hardware event: CUDA and NCCL errors after it on that node follow from it",
+					h.ID + " 是硬件事件：同一节点上随后的 CUDA 与 NCCL 错误都由它引起"})
+			}
 		}
 	}
 	placed := map[*Diagnosis]bool{}
@@ -184,4 +211,41 @@ func fixedList(d *Diagnosis) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// hardwareEvent: a driver entry for a hardware fault that the knowledge
+// base says makes CUDA calls fail (it leads to a cuda/ entry): the GPU
+// fell off the bus, an uncorrectable ECC error, a GSP timeout, a lost GPU.
+// Corrected errors and bookkeeping events (row remapping recorded) lead to
+// none and are not roots of what follows.
+func hardwareEvent(d *Diagnosis) bool {
+	e := d.entry
+	if e.Domain != "driver" || e.RootCauseType != "hardware" || e.IsWarning() {
+		return false
+	}
+	return slices.ContainsFunc(e.TransitionGraph.LeadsTo, func(id string) bool { return strings.HasPrefix(id, "cuda/") })
+}
+
+// followsHardware: a CUDA or NCCL error, what a process sees when its GPU
+// fails under it.
+func followsHardware(d *Diagnosis) bool {
+	return (d.entry.Domain == "cuda" || d.entry.Domain == "nccl") && !d.entry.IsWarning()
+}
+
+// before: a was seen before b where that can be told: earlier in the same
+// input, or by comparable timestamps.
+func before(a, b *Diagnosis) bool {
+	if a.order.file == b.order.file {
+		return a.order.line < b.order.line
+	}
+	return a.when.comparable(b.when) && a.when.ns < b.when.ns
+}
+
+// sameNode: unless both inputs name their host and the hosts differ.
+func sameNode(a, b *Diagnosis, host func(int) string) bool {
+	if host == nil || a.order.file == b.order.file {
+		return true
+	}
+	ha, hb := host(a.order.file), host(b.order.file)
+	return ha == "" || hb == "" || ha == hb
 }

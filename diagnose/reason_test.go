@@ -9,7 +9,9 @@ import (
 
 	"github.com/gpudx/gpudx/env"
 	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/oom"
+	"github.com/gpudx/gpudx/scan"
 )
 
 func TestParseRank(t *testing.T) {
@@ -70,8 +72,8 @@ func TestCascadeOnOneMultiRankLog(t *testing.T) {
 	}
 	r := build(t, []tentry{
 		{id: "pytorch/cuda-out-of-memory", regex: `CUDA out of memory\. Tried to allocate (?P<requested>[0-9.]+ [KMGT]iB)`, tags: []string{"out-of-memory"}},
-		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, precededBy: []string{"pytorch/cuda-out-of-memory"}},
-		{id: "pytorch/elastic-child-failed", regex: `failed \(exitcode: \d+\) local_rank`, precededBy: []string{"nccl/watchdog-timeout"}},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, precededBy: []string{"pytorch/cuda-out-of-memory"}, tags: waiter},
+		{id: "pytorch/elastic-child-failed", regex: `failed \(exitcode: \d+\) local_rank`, precededBy: []string{"nccl/watchdog-timeout"}, tags: waiter},
 	}, string(log))
 	check(t, r, []want{
 		{id: "pytorch/cuda-out-of-memory", root: true, count: 1, first: 21},
@@ -115,7 +117,7 @@ func TestCascadeAcrossRankFiles(t *testing.T) {
 	}
 	r := build(t, []tentry{
 		{id: "cuda/illegal-memory-access", regex: `an illegal memory access was encountered`, leadsTo: []string{"nccl/watchdog-timeout"}},
-		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, tags: waiter},
 	}, logs...)
 	check(t, r, []want{
 		{id: "cuda/illegal-memory-access", root: true, count: 2, first: 2},
@@ -233,6 +235,17 @@ func TestConditionsOrderAdvice(t *testing.T) {
 	if m := r.Diagnoses[0].Memory; m == nil || m.Verdict != oom.OtherProcess {
 		t.Errorf("memory %+v", m)
 	}
+	// The version not known: the 2.9-only item goes below the item with no
+	// condition, though its rate is higher.
+	r = build(t, es, line)
+	got = got[:0]
+	for _, w := range r.Diagnoses[0].Workarounds {
+		got = append(got, w.Action+"|"+w.ConditionStatus)
+	}
+	want = []string{"other process|holds", "smaller batch|", "2.9 workaround|unknown", "expandable segments|fails"}
+	if !slices.Equal(got, want) {
+		t.Errorf("torch unknown: workarounds\n got %q\nwant %q", got, want)
+	}
 }
 
 // The log's own environment lines are read; what the caller gives fills
@@ -283,7 +296,7 @@ func TestTorchrunSummaryNamesTheFirstFailure(t *testing.T) {
 	}
 	r := build(t, []tentry{
 		{id: "cuda/illegal-memory-access", regex: `an illegal memory access was encountered`, leadsTo: []string{"nccl/watchdog-timeout"}},
-		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout`, tags: waiter},
 	}, string(log))
 	rs := r.Ranks
 	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 1 || !slices.Equal(rs.Failed, []int{1, 3}) ||
@@ -371,11 +384,11 @@ func TestRankAttribution(t *testing.T) {
 }
 
 // A rank that printed only warnings did not wait for anything; the rank
-// torchrun names first is never listed as only waiting.
+// torchrun names first is not blamed when it only timed out.
 func TestRankSummaryIsConsistent(t *testing.T) {
 	es := []tentry{
 		{id: "cuda/illegal-memory-access", regex: `an illegal memory access`, leadsTo: []string{"nccl/watchdog-timeout"}},
-		{id: "nccl/watchdog-timeout", regex: `Watchdog caught`},
+		{id: "nccl/watchdog-timeout", regex: `Watchdog caught`, tags: waiter},
 		{id: "nccl/barrier-device-unknown", regex: `devices used by this process are currently unknown`, tags: []string{"warning"}},
 	}
 	log := "[rank4]:[W ProcessGroupNCCL.cpp:4115] using GPU 0 to perform barrier as devices used by this process are currently unknown.\n" +
@@ -385,8 +398,126 @@ func TestRankSummaryIsConsistent(t *testing.T) {
 		"Root Cause (first observed failure):\n[0]:\n  time      : 2024-11-21_10:43:13\n  host      : n1\n  rank      : 2 (local_rank: 2)\n"
 	r := build(t, es, log)
 	rs := r.Ranks
-	if rs == nil || *rs.FirstFailed != 2 || !slices.Equal(rs.Failed, []int{0}) || !slices.Equal(rs.OnlyWaited, []int{1}) ||
+	// torchrun names rank 2, which only timed out: rank 0 failed.
+	if rs == nil || *rs.FirstFailed != 0 || !slices.Equal(rs.Failed, []int{0}) || !slices.Equal(rs.OnlyWaited, []int{1, 2}) ||
 		!slices.Equal(rs.Seen, []int{0, 1, 2, 4}) {
 		t.Fatalf("ranks %+v", rs)
+	}
+}
+
+// waiter tags an entry whose lines a rank prints while waiting for another.
+var waiter = []string{kb.TagWaiter}
+
+// Entries as the knowledge base has them (regexes cut to what the logs
+// below need): the timeout, the teardown and torchrun's report only wait.
+var waitEntries = []tentry{
+	{id: "nccl/watchdog-timeout", regex: `Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+)`, tags: waiter},
+	{id: "nccl/async-error-handling-teardown", regex: `To avoid data inconsistency, we are taking the entire process down`,
+		precededBy: []string{"nccl/watchdog-timeout"}, tags: waiter},
+	{id: "nccl/elastic-child-failed", regex: `failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: \d+ \(pid: \d+\) of binary`,
+		precededBy: []string{"nccl/watchdog-timeout"}, tags: waiter},
+}
+
+// A rank that printed only waiters' lines is never blamed; when every rank
+// only waited the summary says so and names the ranks the lines point at.
+func TestWaitersAreNotBlamed(t *testing.T) {
+	tests := []struct {
+		file         string
+		pointed      []int
+		onlyWaited   []int
+		reason       string
+		pointedWhyIn string
+	}{
+		{"rank0-timeout-only.log", nil, []int{0},
+			"no rank printed an error of its own: rank(s) 0 only timed out or were torn down waiting for another; the log does not say which rank they waited for (its log may be missing)", ""},
+		// torchrun names rank 0, whose watchdog fired first; rank 2's
+		// heartbeat line says it never enqueued collective 4410.
+		{"waiters-only.log", []int{2}, []int{0, 1, 3},
+			"torchrun names rank 0 as the first observed failure, but rank 0 only printed a timeout or teardown: it exited first, it did not fail first; " +
+				"no rank printed an error of its own: rank(s) 0, 1, 3 only timed out or were torn down waiting for another; " +
+				"their lines point at rank(s) 2: their last enqueued collective is 4409 in process group 0, before collective 4410 that rank(s) 0, 1, 3 timed out in: they never joined it",
+			""},
+		{"missing-rank.log", []int{2}, []int{0, 1, 3}, "",
+			"of the 4 ranks (NCCL's nranks), every other one timed out in collective SeqNum 88 (BROADCAST) and these printed no timeout: they never joined it"},
+		{"desync-report.log", []int{2}, []int{0}, "",
+			"PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names them as the lagging ranks"},
+		{"seq-differs.log", []int{2}, []int{0, 1, 2, 3}, "",
+			"they timed out in a different collective than rank(s) 0, 1, 3, which timed out in collective 6463: they are out of step with the others"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			log, err := os.ReadFile(filepath.Join("testdata", "ranks", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := build(t, waitEntries, string(log))
+			rs := r.Ranks
+			if rs == nil {
+				t.Fatal("no rank summary")
+			}
+			if rs.FirstFailed != nil || len(rs.Failed) != 0 || !rs.OnlyWaiters {
+				t.Errorf("blamed: first %v failed %v only_waiters %v", rs.FirstFailed, rs.Failed, rs.OnlyWaiters)
+			}
+			if !slices.Equal(rs.PointedAt, tt.pointed) || !slices.Equal(rs.OnlyWaited, tt.onlyWaited) {
+				t.Errorf("pointed at %v (%s), only waited %v; want %v, %v", rs.PointedAt, rs.PointedWhy, rs.OnlyWaited, tt.pointed, tt.onlyWaited)
+			}
+			if tt.reason != "" && rs.Reason != tt.reason {
+				t.Errorf("reason\n got %q\nwant %q", rs.Reason, tt.reason)
+			}
+			if tt.pointedWhyIn != "" && rs.PointedWhy != tt.pointedWhyIn {
+				t.Errorf("pointed why\n got %q\nwant %q", rs.PointedWhy, tt.pointedWhyIn)
+			}
+			if rs.ReasonZh == "" || strings.Contains(rs.ReasonZh, "only") {
+				t.Errorf("reason_zh %q", rs.ReasonZh)
+			}
+		})
+	}
+}
+
+// A rank with an error of its own is blamed even when it also timed out;
+// torchrun's pick stands when its rank printed no waiter's line (a process
+// killed by the OOM killer prints nothing).
+func TestOwnErrorIsBlamed(t *testing.T) {
+	es := append([]tentry{{id: "cuda/illegal-memory-access", regex: `an illegal memory access was encountered`,
+		leadsTo: []string{"nccl/watchdog-timeout"}}}, waitEntries...)
+	log := "[rank1]:RuntimeError: CUDA error: an illegal memory access was encountered\n" +
+		"[rank0]:[E1121 10:41:07.772014511 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600019 milliseconds before timing out.\n" +
+		"[rank1]:[E1121 10:41:07.772014599 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600019 milliseconds before timing out.\n"
+	rs := build(t, es, log).Ranks
+	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 1 || !slices.Equal(rs.OnlyWaited, []int{0}) || rs.OnlyWaiters {
+		t.Fatalf("ranks %+v", rs)
+	}
+	if rs.Reason != "only rank 1 printed an error of its own; rank(s) 0 only timed out or were torn down waiting for it" {
+		t.Errorf("reason %q", rs.Reason)
+	}
+	killed := "[rank0]:[E1121 10:41:07.772014511 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600019 milliseconds before timing out.\n" +
+		"Root Cause (first observed failure):\n[0]:\n  time      : 2024-11-21_10:43:13\n  host      : n1\n  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 2291)\n"
+	rs = build(t, es, killed).Ranks
+	if rs == nil || rs.FirstFailed == nil || *rs.FirstFailed != 1 || !slices.Equal(rs.OnlyWaited, []int{0}) {
+		t.Fatalf("killed: ranks %+v", rs)
+	}
+}
+
+// With the knowledge base itself: the issue's case, a log where rank 0
+// printed only a watchdog timeout and its teardown, blames no rank.
+func TestOnlyTimeoutBlamesNoRankWithOurKB(t *testing.T) {
+	es, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := scan.New(es)
+	for _, name := range []string{"rank0-timeout-only.log", "waiters-only.log"} {
+		f, err := os.Open(filepath.Join("testdata", "ranks", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Read(s, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs := r.Ranks; rs == nil || rs.FirstFailed != nil || !rs.OnlyWaiters {
+			t.Errorf("%s: ranks %+v", name, rs)
+		}
 	}
 }

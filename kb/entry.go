@@ -81,6 +81,15 @@ const TagWarning = "warning"
 // conditions may read the figures that adds (MemoryFacts).
 const TagOutOfMemory = "out-of-memory"
 
+// TagWaiter marks an entry for what a rank of a distributed job prints
+// when it waited for another: a collective timeout, the teardown that
+// follows one, a peer seen exiting, the launcher's report of a child's
+// exit. A rank that printed only such lines is not blamed for the failure.
+const TagWaiter = "waiter"
+
+// IsWaiter reports whether the entry is tagged TagWaiter.
+func (e *Entry) IsWaiter() bool { return slices.Contains(e.Tags, TagWaiter) }
+
 // IsWarning reports whether the entry is tagged TagWarning.
 func (e *Entry) IsWarning() bool { return slices.Contains(e.Tags, TagWarning) }
 

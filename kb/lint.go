@@ -264,6 +264,9 @@ func (l *Linter) Lint(files []File) []Problem {
 		}
 		seen[e.ID] = f.Path
 		ok = append(ok, linted{f.Path, e, re})
+		for _, w := range unconditionedScope(e) {
+			probs = append(probs, Problem{Path: f.Path, Field: w[0], Message: w[1], Warning: true})
+		}
 		if re != nil {
 			if _, has := literal.Required(e.Regex); !has {
 				probs = append(probs, Problem{Path: f.Path, Field: "regex", Message: fmt.Sprintf("no literal of %d or more bytes that every match must contain, so the regex is tried on every line of every log; anchor it on a fixed part of the message", literal.MinLength), Warning: true})
@@ -665,4 +668,37 @@ func MatchesALine(re *regexp.Regexp, s string) bool {
 		}
 	}
 	return false
+}
+
+// scopeRE finds where an item's action names a release or a GPU series it
+// is tied to: "PyTorch 2.3.0", "CUDA 10.x", "TensorFlow 2.14+", "RTX
+// 30-series", "pre-Ampere", "sm_89".
+var scopeRE = regexp.MustCompile(`\b(?:PyTorch|torch|CUDA|cuDNN|NCCL|TensorFlow|JAX|jaxlib|Triton)\s+v?\d+(?:\.(?:\d+|x))*\+?|` +
+	`\b(?:RTX|GTX)\s?\d0(?:\d0)?(?:-?series|xx)?\b|\b(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada Lovelace|Hopper|Blackwell)\b|\bsm_\d{2,3}[a-z]?\b`)
+
+// unconditionedScope warns about dead ends and workarounds whose action
+// names a release or a GPU series but that carry no condition: without
+// one the item ranks with the generic advice on a log that does not say
+// the version or GPU (diagnose orders items whose condition holds first,
+// then items with none, then items whose condition is unknown). It returns
+// field and message pairs.
+func unconditionedScope(e *Entry) [][2]string {
+	var out [][2]string
+	check := func(field, action, cond string) {
+		if strings.TrimSpace(cond) != "" {
+			return
+		}
+		if m := scopeRE.FindString(action); m != "" {
+			out = append(out, [2]string{field + ".condition", fmt.Sprintf("the action names %q but there is no condition: "+
+				"say when it applies (e.g. env.torch >= '2.3' && env.torch < '2.4', env.torch_cuda < '11.0'), "+
+				"or it ranks with the generic advice where the log does not name the version or GPU", m)})
+		}
+	}
+	for i, d := range e.DeadEnds {
+		check(fmt.Sprintf("dead_ends[%d]", i), d.Action, d.Condition)
+	}
+	for i, w := range e.Workarounds {
+		check(fmt.Sprintf("workarounds[%d]", i), w.Action, w.Condition)
+	}
+	return out
 }

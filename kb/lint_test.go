@@ -195,3 +195,32 @@ func TestLintNames(t *testing.T) {
 		t.Errorf("registry rule ran without a registry: %v", ps)
 	}
 }
+
+// An item whose action names a release or a GPU series needs a condition
+// (a warning: lint still passes); the same item with one, or an action
+// that names none, passes silently.
+func TestLintWarnsOnUnconditionedScope(t *testing.T) {
+	e := &Entry{
+		DeadEnds: []DeadEnd{
+			{Action: "Change the driver while keeping a CUDA 10.x build on an RTX 30-series GPU"},
+			{Action: "Lower the batch size"},
+		},
+		Workarounds: []Workaround{
+			{Action: "PyTorch 2.3.0: upgrade", Condition: "env.torch >= '2.3.0' && env.torch < '2.3.1'"},
+			{Action: "Use float16 autocast on pre-Ampere GPUs"},
+			{Action: "Run FP8 on an sm_89+ GPU"},
+		},
+	}
+	var got []string
+	for _, w := range unconditionedScope(e) {
+		got = append(got, w[0]+" "+strings.SplitN(w[1], " but", 2)[0])
+	}
+	want := []string{
+		`dead_ends[0].condition the action names "CUDA 10.x"`,
+		`workarounds[1].condition the action names "Ampere"`,
+		`workarounds[2].condition the action names "sm_89"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -73,6 +73,9 @@ const (
 type Process struct {
 	PID   int   `json:"pid"`
 	Bytes int64 `json:"bytes"`
+	// This: the clause is taken to be this process (see the package
+	// comment), so it is not counted in OtherProcesses.
+	This bool `json:"this,omitempty"`
 }
 
 // Advice is one thing to do, in English and in Chinese.
@@ -95,12 +98,18 @@ type Analysis struct {
 	ThisProcess         int64     `json:"this_process"`         // "Including non-PyTorch memory, this process has X"
 	OtherProcesses      int64     `json:"other_processes"`      // held by other processes (sum), or -1
 	Processes           []Process `json:"processes,omitempty"`  // every "Process N has X memory in use" part
-	Shape               string    `json:"shape,omitempty"`      // TF: "[32,3,224,224]"
-	DType               string    `json:"dtype,omitempty"`      // TF: "float"
-	Verdict             Verdict   `json:"verdict"`
-	Reason              string    `json:"reason"`    // one sentence with the figures, English
-	ReasonZh            string    `json:"reason_zh"` // the same in Chinese
-	Advice              []Advice  `json:"advice"`    // numeric advice, most useful first
+	// SelfPID is the PID of the listed process taken to be this one (0
+	// where the clause shows no PID), or -1 when none is; SelfWhy says why,
+	// and why it is not counted as another process.
+	SelfPID   int      `json:"self_pid"`
+	SelfWhy   string   `json:"self_why,omitempty"`
+	SelfWhyZh string   `json:"self_why_zh,omitempty"`
+	Shape     string   `json:"shape,omitempty"` // TF: "[32,3,224,224]"
+	DType     string   `json:"dtype,omitempty"` // TF: "float"
+	Verdict   Verdict  `json:"verdict"`
+	Reason    string   `json:"reason"`    // one sentence with the figures, English
+	ReasonZh  string   `json:"reason_zh"` // the same in Chinese
+	Advice    []Advice `json:"advice"`    // numeric advice, most useful first
 
 	// Figures that shape the reasons and advice but are not part of the
 	// JSON form.
@@ -172,7 +181,7 @@ func newAnalysis(form string) *Analysis {
 		Form: form, GPU: -1,
 		Requested: -1, Capacity: -1, Free: -1, Allocated: -1, Reserved: -1,
 		ReservedUnallocated: -1, ThisProcess: -1, OtherProcesses: -1,
-		allowed: -1, private: -1, selfIndex: -1,
+		allowed: -1, private: -1, selfIndex: -1, SelfPID: -1,
 	}
 }
 

@@ -58,7 +58,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     0,
 		fig:     figures{2147483648, 84986665370, 1095216660, 59270548685, 59270548685 + 1395864371, 1395864371, 62395137393, 21474836480},
-		procs:   []Process{{4242, 21474836480}, {5151, 62395137393}},
+		procs:   []Process{{PID: 4242, Bytes: 21474836480}, {PID: 5151, Bytes: 62395137393, This: true}},
 		verdict: OtherProcess,
 		reason:  "GPU 0 (79.15 GiB) had 1.02 GiB free; processes other than this one held 20.00 GiB, more than the 1003.52 MiB missing for the 2.00 GiB request.",
 		advice:  "Free at least 1003.52 MiB on GPU 0: process 4242 holds 20.00 GiB; stop it or move this job to another GPU (CUDA_VISIBLE_DEVICES=<idle GPU index>).",
@@ -94,7 +94,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     0,
 		fig:     figures{520093696, 15837691904, 246478275, 15096810045, 15096810045 + 346470482, 346470482, -1, 0},
-		procs:   []Process{{20398, 15590731284}},
+		procs:   []Process{{PID: 20398, Bytes: 15590731284, This: true}},
 		verdict: LiveTensors,
 		reason:  "GPU 0 (14.75 GiB) had 235.06 MiB free and PyTorch's live tensors held 14.06 GiB, and with only 330.42 MiB reserved but unallocated the 496.00 MiB request could not fit.",
 		advice:  "Free at least 260.94 MiB on GPU 0: live tensors hold 14.06 GiB, and the 496.00 MiB request finds only 235.06 MiB free and 330.42 MiB reserved but unallocated.",
@@ -119,7 +119,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     3,
 		fig:     figures{572522496, 84932978278, 539167293, 82388210156, 82388210156 + 772653711, 772653711, -1, 0},
-		procs:   []Process{{562167, 84374632530}},
+		procs:   []Process{{PID: 562167, Bytes: 84374632530, This: true}},
 		verdict: Fragmentation,
 		reason:  "GPU 3 (79.10 GiB) had 514.19 MiB free, but PyTorch held 736.86 MiB reserved but unallocated, at least the 546.00 MiB requested: its cached memory was split into pieces too small for the request (fragmentation).",
 		advice:  "736.86 MiB is reserved but unallocated, at least the 546.00 MiB asked: enable expandable segments before Python starts: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or newer; not available on Windows builds).",
@@ -133,7 +133,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     0,
 		fig:     figures{144703488, 17072495002, 8849981, 15161234555, 15161234555 + 430346076, 430346076, 16449724744, 605028352},
-		procs:   []Process{{1246069, 605028352}},
+		procs:   []Process{{PID: 1246069, Bytes: 605028352}},
 		verdict: Fragmentation,
 		reason:  "GPU 0 (15.90 GiB) had 8.44 MiB free, but PyTorch held 410.41 MiB reserved but unallocated, at least the 138.00 MiB requested: its cached memory was split into pieces too small for the request (fragmentation).",
 		advice:  "410.41 MiB is reserved but unallocated, at least the 138.00 MiB asked: enable expandable segments before Python starts: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or newer; not available on Windows builds).",
@@ -181,7 +181,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     0,
 		fig:     figures{18874368, 85094039552, 18748539, 84524956385, -1, -1, -1, 0},
-		procs:   []Process{{0, 85061827297}},
+		procs:   []Process{{PID: 0, Bytes: 85061827297, This: true}},
 		verdict: LiveTensors,
 		reason:  "GPU 0 (79.25 GiB) had 17.88 MiB free and PyTorch's live tensors held 78.72 GiB, and the 18.00 MiB request could not fit.",
 		advice:  "Free at least 122.88 KiB on GPU 0: live tensors hold 78.72 GiB, and the 18.00 MiB request finds only 17.88 MiB free.",
@@ -194,7 +194,7 @@ var cases = []oomCase{
 		form:    FormPyTorch,
 		gpu:     0,
 		fig:     figures{182452224, 10468982784, 157286400, -1, -1, -1, -1, -1},
-		procs:   []Process{{0, 10297184092}},
+		procs:   []Process{{PID: 0, Bytes: 10297184092}},
 		verdict: LiveTensors,
 		reason:  "GPU 0 (9.75 GiB) had 150.00 MiB free, and the 174.00 MiB request could not fit.",
 		advice:  "Free at least 24.00 MiB on GPU 0: the 174.00 MiB request finds only 150.00 MiB free.",
@@ -895,5 +895,32 @@ func TestSnapshotAdvice(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%.60s…: snapshot advice %v, want %v (verdict %s)", tt.text, got, tt.want, a.Verdict)
 		}
+	}
+}
+
+// The case, in the form PyTorch prints inside a container (no
+// "this process" clause): the only listed process holds at least what
+// PyTorch reserved, so it is this process; the analysis says which and
+// why, and the other-process figure (0 B) agrees with it.
+func TestSelfProcessIsNamed(t *testing.T) {
+	msg := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB. GPU 0 has a total capacity of 39.39 GiB of which 610.19 MiB is free. " +
+		"Process 22811 has 38.58 GiB memory in use. Of the allocated memory 36.02 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated."
+	a := Analyze(msg, "")
+	if a == nil || a.SelfPID != 22811 || a.OtherProcesses != 0 || len(a.Processes) != 1 || !a.Processes[0].This {
+		t.Fatalf("analysis %+v", a)
+	}
+	want := "Process 22811 has 38.58 GiB, the smallest listed process holding at least what PyTorch reserved (37.99 GiB): it is taken to be this process, listed by PID because PyTorch runs in a PID namespace (a container); it is not counted among other processes"
+	if a.SelfWhy != want || a.SelfWhyZh == "" {
+		t.Errorf("self why\n got %q\nwant %q", a.SelfWhy, want)
+	}
+	// With the "this process" clause, the equal figure names it.
+	both := strings.Replace(msg, "memory in use. Of", "memory in use. Including non-PyTorch memory, this process has 38.58 GiB memory in use. Of", 1)
+	if b := Analyze(both, ""); b == nil || b.SelfPID != 22811 || !strings.HasPrefix(b.SelfWhy, "Process 22811 has 38.58 GiB, the same as 'this process has 38.58 GiB'") {
+		t.Errorf("with this process: %+v", b)
+	}
+	// A process that holds less than PyTorch reserved is another one.
+	other := strings.Replace(msg, "Process 22811 has 38.58 GiB", "Process 4242 has 20.00 GiB", 1)
+	if b := Analyze(other, ""); b == nil || b.SelfPID != -1 || b.SelfWhy != "" || b.OtherProcesses != 20<<30 {
+		t.Errorf("another process: %+v", b)
 	}
 }

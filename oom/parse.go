@@ -1,6 +1,7 @@
 package oom
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"regexp"
@@ -238,6 +239,30 @@ func (a *Analysis) countOthers() {
 	}
 	a.OtherProcesses = sum
 	a.selfIndex = self
+	if self < 0 {
+		return
+	}
+	p := &a.Processes[self]
+	p.This = true
+	a.SelfPID = p.PID
+	name, nameZh := fmt.Sprintf("Process %d", p.PID), fmt.Sprintf("Process %d", p.PID)
+	if p.PID == 0 {
+		name, nameZh = "the process listed without a PID", "未列出 PID 的那个进程"
+	}
+	// PyTorch names its own process in the "this process" clause and
+	// lists the others by PID; in a PID namespace (a container) it cannot
+	// recognise its own PID and lists itself by PID too.
+	if a.ThisProcess >= 0 {
+		a.SelfWhy = fmt.Sprintf("%s has %s, the same as 'this process has %s': it is this process listed again by its PID; it is not counted among other processes",
+			name, fb(p.Bytes), fb(a.ThisProcess))
+		a.SelfWhyZh = fmt.Sprintf("%s 占用 %s，与 'this process has %s' 相同：它是按 PID 再次列出的本进程，不计入其他进程",
+			nameZh, fb(p.Bytes), fb(a.ThisProcess))
+		return
+	}
+	a.SelfWhy = fmt.Sprintf("%s has %s, the smallest listed process holding at least what PyTorch reserved (%s): it is taken to be this process, listed by PID because PyTorch runs in a PID namespace (a container); it is not counted among other processes",
+		name, fb(p.Bytes), fb(max(a.Reserved, a.Allocated)))
+	a.SelfWhyZh = fmt.Sprintf("%s 占用 %s，是占用不少于 PyTorch 已保留显存（%s）的进程中最小的一个：视为本进程（PyTorch 运行在 PID 命名空间/容器中，按 PID 列出了自己），不计入其他进程",
+		nameZh, fb(p.Bytes), fb(max(a.Reserved, a.Allocated)))
 }
 
 // parseLegacy reads the parenthesised figures of a PyTorch 1.x / 2.0

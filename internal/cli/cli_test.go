@@ -156,6 +156,11 @@ func TestExitCodes(t *testing.T) {
 	badgz := filepath.Join(dir, "bad.gz")
 	os.WriteFile(badgz, buf.Bytes()[:len(buf.Bytes())-12], 0o644)
 
+	found := filepath.Join(dir, "found.log")
+	os.WriteFile(found, []byte("step 10\nRuntimeError: CUDA error: misaligned address\n"), 0o644)
+	fine := filepath.Join(dir, "fine.log")
+	os.WriteFile(fine, []byte("step 10 loss 1.93\n"), 0o644)
+
 	tests := []struct {
 		name  string
 		stdin string
@@ -165,6 +170,12 @@ func TestExitCodes(t *testing.T) {
 		inOut string
 		inErr string
 	}{
+		// grep's convention: with --exit-code a finding gives 1 even when
+		// another input could not be read (named on stderr); 2 only when
+		// nothing was found and something failed.
+		{"--exit-code, a finding and an unreadable input", "", nil, []string{"diagnose", "--exit-code", found, bin}, 1, "cuda/misaligned-address", "looks like a binary file"},
+		{"--exit-code, no finding and an unreadable input", "", nil, []string{"diagnose", "--exit-code", fine, bin}, 2, "No known GPU error found", "looks like a binary file"},
+		{"a finding and an unreadable input, no --exit-code", "", nil, []string{"diagnose", found, bin}, 2, "cuda/misaligned-address", "looks like a binary file"},
 		{"missing file", "", nil, []string{"diagnose", "/nonexistent/x.log"}, 2, "", "/nonexistent/x.log: no such file or directory"},
 		{"bad format", "", nil, []string{"diagnose", "-f", "yaml", "-"}, 2, "", `--format: want text, json, markdown, got "yaml"`},
 		{"bad lang", "", nil, []string{"diagnose", "--lang", "fr", "-"}, 2, "", `--lang: want en or zh, got "fr"`},
@@ -183,6 +194,10 @@ func TestExitCodes(t *testing.T) {
 		{"kb lint missing path", "", nil, []string{"kb", "lint", "/nonexistent"}, 2, "", "no such file"},
 		{"kb convert needs --out", "", nil, []string{"kb", "convert", "x"}, 2, "", "--out DIR is required"},
 		{"version", "", nil, []string{"version"}, 0, "knowledge base: ", ""},
+	}
+	// Nothing could be read: no verdict on stdout, only the error.
+	if r := run(t, "", nil, "diagnose", bin); r.code != 2 || r.out != "" {
+		t.Errorf("only a refused input: exit %d, stdout %q", r.code, r.out)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,9 +264,10 @@ func TestDeadendsCorpus(t *testing.T) {
 	lines := strings.Count(r.out, "\n")
 	// 0 of the canon regexes fail RE2; 210 do not match their own
 	// signature when compiled case-insensitively, as deadends.dev does;
-	// 48 hold no literal every match must contain (warnings).
-	if r.code != 1 || lines != 258 || strings.Contains(r.out, "not valid RE2") ||
-		!strings.Contains(r.err, "210 problem(s) in 210 of 2522 file(s), 48 warning(s)") {
+	// 48 hold no literal every match must contain, and 2 name a version
+	// in an action without a condition (warnings).
+	if r.code != 1 || lines != 260 || strings.Contains(r.out, "not valid RE2") ||
+		!strings.Contains(r.err, "210 problem(s) in 210 of 2522 file(s), 50 warning(s)") {
 		t.Errorf("exit %d, %d lines, stderr %q", r.code, lines, r.err)
 	}
 	out := t.TempDir()

@@ -54,9 +54,11 @@ The diagnosis reasons over what the log says:
     and which only timed out waiting for it.
 Use --explain to see why each diagnosis is ranked where it is.
 
-Exit status: 0 when the scan finished (with or without findings), 1 with
---exit-code when a known error was found, 2 for bad flags or unreadable
-input.`,
+Exit status (grep's convention): 0 when every input was read (with or
+without findings); 1 with --exit-code when a known error was found, even
+if some inputs could not be read (each is named on stderr); 2 for bad
+flags, or when an input could not be read and, with --exit-code, nothing
+was found.`,
 		Example: `  # A log file, in the terminal
   gpudx diagnose train.log
 
@@ -79,7 +81,7 @@ input.`,
 	f.StringVar(&o.color, "color", "auto", "colour text output: auto (a terminal without NO_COLOR), always or never")
 	f.StringArrayVar(&o.kb, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB); its entries replace built-in ones with the same id")
 	f.BoolVar(&o.binary, "binary", false, "scan files that look binary instead of refusing them (NUL bytes are read as spaces)")
-	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found")
+	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found, even if some inputs could not be read")
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
 	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
@@ -157,9 +159,9 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		return err
 	}
 	ro := render.Options{Lang: o.lang, Color: color, Explain: o.explain, Width: textWidth(env, o.width), All: o.all}
-	if failed != nil && len(rep.Diagnoses) == 0 && o.format != "json" {
-		// The error is on stderr; "no known error found" would read as a
-		// verdict on input that was not read.
+	if failed != nil && len(rep.Diagnoses) == 0 && rep.Stats.Bytes == 0 && o.format != "json" {
+		// Nothing could be read and the error is on stderr: "no known
+		// error found" would read as a verdict on input never read.
 		return silentExit(ExitUsage)
 	}
 	switch o.format {
@@ -173,11 +175,14 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	if err != nil {
 		return &exitError{ExitUsage, fmt.Errorf("writing output: %w", err)}
 	}
-	if failed != nil {
-		return silentExit(ExitUsage)
-	}
+	// grep's convention: with --exit-code a finding is reported as such
+	// even when some input could not be read (each was named on stderr);
+	// 2 says something failed and nothing was found.
 	if o.exitCode && len(rep.Diagnoses) > 0 {
 		return silentExit(ExitFound)
+	}
+	if failed != nil {
+		return silentExit(ExitUsage)
 	}
 	return nil
 }

@@ -250,13 +250,13 @@ func TestDiagnoseDB(t *testing.T) {
 		// Workaround 3: (7.5 + 2) / 12 = 79%. Dead end 1: (8.5 + 2) / 13 = 81%.
 		{"text", []string{
 			"    2. Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports) [item 3]\n",
-			"    ✗ 2. Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 85% → 81% with 3 reports) [item 1]\n",
+			"    ✗ 1. Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 85% → 81% with 3 reports)\n",
 			"    3. Stop keeping autograd history and dead tensors alive across iterations (works 35%) [item 4]\n",
 		}},
 		{"markdown", []string{
 			"- **2.** Lower the peak memory of a step: smaller micro-batch with gradient accumulation, activation checkpointing, no autograd graph for evaluation (works 75% → 79% with 2 reports) [item 3] [1](",
-			"- ✗ **2.** Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch — ",
-			" (fails 85% → 81% with 3 reports) [item 1] [1](",
+			"- ✗ **1.** Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch — ",
+			" (fails 85% → 81% with 3 reports) [1](",
 		}},
 	} {
 		r := run(t, "", nil, "diagnose", "--db", db, "-f", tt.format, "--width", "0", "../../examples/ddp-oom.log")

@@ -39,6 +39,8 @@ type Ranks struct {
 	FirstFailed *int   `json:"first_failed,omitempty" jsonschema:"the rank that failed first, when known"`
 	Failed      []int  `json:"failed" jsonschema:"ranks that reported an error of their own"`
 	OnlyWaited  []int  `json:"only_waited" jsonschema:"ranks that only timed out or were torn down waiting for a failed one"`
+	OnlyWaiters bool   `json:"only_waiters,omitempty" jsonschema:"no rank printed an error of its own: every rank seen only waited"`
+	PointedAt   []int  `json:"pointed_at,omitempty" jsonschema:"ranks the waiting ranks' lines point at (desync report, last enqueued collective, collective timed out in)"`
 	Reason      string `json:"reason" jsonschema:"how this was decided"`
 }
 
@@ -193,7 +195,8 @@ func diagnoseOut(rep *diagnose.Report) *DiagnoseOut {
 		Entries:     rep.Stats.Entries,
 	}
 	if rk := rep.Ranks; rk != nil {
-		out.Ranks = &Ranks{FirstFailed: rk.FirstFailed, Failed: nonNil(rk.Failed), OnlyWaited: nonNil(rk.OnlyWaited), Reason: rk.Reason}
+		out.Ranks = &Ranks{FirstFailed: rk.FirstFailed, Failed: nonNil(rk.Failed), OnlyWaited: nonNil(rk.OnlyWaited),
+			OnlyWaiters: rk.OnlyWaiters, PointedAt: rk.PointedAt, Reason: rk.Reason}
 	}
 	for _, d := range rep.Diagnoses {
 		if d.Root {

@@ -1,0 +1,58 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpudx/gpudx/kb"
+	"github.com/gpudx/gpudx/knowledge"
+	"github.com/gpudx/gpudx/scan"
+)
+
+// The issue's cases, with the knowledge base itself: advice tied to a
+// version or GPU the log does not name no longer comes first.
+func TestAdviceOrderUsesTheLog(t *testing.T) {
+	es, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := scan.New(es)
+	tests := []struct {
+		log, id   string
+		firstWork string // a prefix of the first workaround's action
+		notFirst  string
+		firstDead string
+	}{
+		{log: "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n",
+			id: "build/libcudnn-missing", firstWork: "Read the file named after 'Error:'", notFirst: "libnvrtc"},
+		{log: "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n",
+			id: "cuda/cublas-execution-failed", firstWork: "If the build matches the GPU, look for an earlier kernel fault",
+			firstDead: "Lower the batch size"},
+	}
+	for _, tt := range tests {
+		r := readAll(t, s, nil, tt.log)
+		var d *Diagnosis
+		for _, x := range r.Diagnoses {
+			if x.ID == tt.id {
+				d = x
+			}
+		}
+		if d == nil {
+			t.Errorf("%s not found in %v", tt.id, ids(r))
+			continue
+		}
+		w := d.Workarounds[0]
+		if !strings.HasPrefix(w.Action, tt.firstWork) || (tt.notFirst != "" && strings.Contains(w.Action, tt.notFirst)) {
+			t.Errorf("%s: first workaround %q (%s)", tt.id, w.Action, w.ConditionStatus)
+		}
+		if tt.firstDead != "" && d.DeadEnds[0].Action != tt.firstDead {
+			t.Errorf("%s: first dead end %q", tt.id, d.DeadEnds[0].Action)
+		}
+		// Ranks never go down the list.
+		for i := 1; i < len(d.Workarounds); i++ {
+			if d.Workarounds[i].Rank() < d.Workarounds[i-1].Rank() {
+				t.Errorf("%s: workaround %d (%s) after a worse one", tt.id, i, d.Workarounds[i].ConditionStatus)
+			}
+		}
+	}
+}
