@@ -34,7 +34,8 @@ gpudx. These commands list, show and search it, check entries for defects
 	cmd.PersistentFlags().StringArrayVar(&kbFlag, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB)")
 	load := func() (*kb.Base, error) { return loadBase(kbPaths(kbFlag, env), env) }
 	cmd.AddCommand(newKBListCmd(env, load), newKBShowCmd(env, load), newKBSearchCmd(env, load),
-		newKBStatsCmd(env, load), newKBLintCmd(env), newKBConvertCmd(env))
+		newKBStatsCmd(env, load), newKBLintCmd(env), newKBConvertCmd(env),
+		newKBNewCmd(env), newKBMigrateCmd(env))
 	return cmd
 }
 
