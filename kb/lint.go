@@ -430,10 +430,11 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	if e.EvidenceCount < 0 {
 		add("evidence_count", "negative")
 	}
-	for name, v := range map[string]string{"signature": e.Signature, "signature_zh": e.SignatureZh,
-		"root_cause": e.RootCause, "root_cause_zh": e.RootCauseZh} {
-		if strings.TrimSpace(v) == "" {
-			add(name, "empty")
+	// In a fixed order, so that lint's output is the same every run.
+	for _, f := range []struct{ name, v string }{{"signature", e.Signature}, {"signature_zh", e.SignatureZh},
+		{"root_cause", e.RootCause}, {"root_cause_zh", e.RootCauseZh}} {
+		if strings.TrimSpace(f.v) == "" {
+			add(f.name, "empty")
 		}
 	}
 	for i, v := range e.Versions {

@@ -179,7 +179,18 @@ func TestLintSeed(t *testing.T) {
 		"seed.txt: workarounds[0].sources: none: every dead end and workaround needs a source",
 		"seed.txt: workarounds[1].sources: none: every dead end and workaround needs a source",
 		"seed.txt: workarounds[2].sources: none: every dead end and workaround needs a source",
-		"seed.txt: dead_ends_zh: 0 items for 3 dead ends",
+		// The seed's rates predate bases; its dead ends have no Chinese
+		// text, in a list or inline.
+		"seed.txt: dead_ends[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: dead_ends[1].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: dead_ends[2].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[1].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[2].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: fix_success_rate_basis: missing: say what fix_success_rate rests on (estimate, reports or reproduced)",
+		"seed.txt: dead_ends[0].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
+		"seed.txt: dead_ends[1].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
+		"seed.txt: dead_ends[2].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got:\n  %s", strings.Join(got, "\n  "))

@@ -102,7 +102,7 @@ type DeadEnd struct {
 	Action   string   `json:"action"`
 	WhyFails string   `json:"why_fails"`
 	FailRate float64  `json:"fail_rate" jsonschema:"how often it fails, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
-	Rate     Rate     `json:"rate" jsonschema:"what fail_rate is made of"`
+	Rate     Rate     `json:"rate" jsonschema:"what fail_rate is made of and rests on"`
 	Sources  []string `json:"sources"`
 	Applicability
 }
@@ -112,8 +112,9 @@ type Workaround struct {
 	Index       int      `json:"index" jsonschema:"position in the entry, from 0: report_outcome's index with kind workaround"`
 	Action      string   `json:"action"`
 	How         string   `json:"how" jsonschema:"the command or code to run"`
-	SuccessRate float64  `json:"success_rate" jsonschema:"how often it works, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
-	Rate        Rate     `json:"rate" jsonschema:"what success_rate is made of"`
+	Kind        string   `json:"kind" jsonschema:"fix, or check: a diagnostic step that finds out what is wrong, with no success rate"`
+	SuccessRate float64  `json:"success_rate" jsonschema:"how often it works, 0 to 1: the curated rate blended with reported outcomes when there are reports; 0 for a check"`
+	Rate        Rate     `json:"rate" jsonschema:"what success_rate is made of and rests on"`
 	Sources     []string `json:"sources"`
 	Applicability
 }
@@ -121,6 +122,8 @@ type Workaround struct {
 // Rate says what a shown rate is made of.
 type Rate struct {
 	Curated     float64 `json:"curated" jsonschema:"the knowledge base's rate"`
+	Basis       string  `json:"basis" jsonschema:"what the curated rate rests on: estimate (an editorial estimate), reports (counted from outcome reports) or reproduced (on real hardware); empty for a check"`
+	Label       string  `json:"label" jsonschema:"the shown rate with its basis, e.g. ~60%, estimate or ≈65%, estimate + 3 reports; to find out for a check"`
 	Reports     int     `json:"reports" jsonschema:"outcome reports blended in (0: the curated rate alone)"`
 	Worked      int     `json:"worked" jsonschema:"reports that said the action fixed the error"`
 	Failed      int     `json:"failed" jsonschema:"reports that said it did not"`
@@ -228,14 +231,14 @@ func diagnosisOut(d *diagnose.Diagnosis) Diagnosis {
 		}
 	}
 	for _, x := range d.DeadEnds {
-		rate := rateOf(x.FailRate, x.Observed)
+		rate := rateOf(x.FailRate, x.Observed, x.RateBasis, x.RateLabel("en"))
 		o.DeadEnds = append(o.DeadEnds, DeadEnd{Index: x.Index, Action: x.Action, WhyFails: x.WhyFails,
 			FailRate: shown(x.FailRate, x.Observed), Rate: rate, Sources: nonNil(x.Sources),
 			Applicability: condOf(x.Condition, x.Applicability)})
 	}
 	for _, w := range d.Workarounds {
-		rate := rateOf(w.SuccessRate, w.Observed)
-		o.Workarounds = append(o.Workarounds, Workaround{Index: w.Index, Action: w.Action, How: w.How,
+		rate := rateOf(w.SuccessRate, w.Observed, w.RateBasis, w.RateLabel("en"))
+		o.Workarounds = append(o.Workarounds, Workaround{Index: w.Index, Action: w.Action, How: w.How, Kind: w.Kind,
 			SuccessRate: shown(w.SuccessRate, w.Observed), Rate: rate, Sources: nonNil(w.Sources),
 			Applicability: condOf(w.Condition, w.Applicability)})
 	}
@@ -351,7 +354,7 @@ func writeItems(b *strings.Builder, id string, des []DeadEnd, ws []Workaround) {
 			b.WriteString("  Do not try first (usually fails):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✗ dead_end %d: %s (fails %s%s)%s\n    why: %s\n", x.Index, x.Action, pct(x.FailRate), reports(x.Rate), unknownNote(x.Applicability), x.WhyFails)
+		fmt.Fprintf(b, "  ✗ dead_end %d: %s (fails %s)%s\n    why: %s\n", x.Index, x.Action, x.Rate.Label, unknownNote(x.Applicability), x.WhyFails)
 	}
 	wrote = false
 	for _, w := range ws {
@@ -363,7 +366,7 @@ func writeItems(b *strings.Builder, id string, des []DeadEnd, ws []Workaround) {
 			b.WriteString("  Try (best first):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✓ workaround %d: %s (works %s%s)%s\n    how: %s\n", w.Index, w.Action, pct(w.SuccessRate), reports(w.Rate), unknownNote(w.Applicability), w.How)
+		fmt.Fprintf(b, "  ✓ workaround %d: %s (%s)%s\n    how: %s\n", w.Index, w.Action, worksLabel(w.Kind, w.Rate.Label), unknownNote(w.Applicability), w.How)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(b, "  (%d more item(s) of %s do not apply to this log: their condition fails; see the structured result)\n", skipped, id)
@@ -377,11 +380,13 @@ func unknownNote(c Applicability) string {
 	return ""
 }
 
-func reports(r Rate) string {
-	if r.Reports == 0 {
-		return ""
+// worksLabel is "works <rate, basis>" for a fix and "to find out" for a
+// check.
+func worksLabel(kind, label string) string {
+	if kind == kb.KindCheck {
+		return label
 	}
-	return fmt.Sprintf("; %d report(s), curated %s", r.Reports, pct(r.Curated))
+	return "works " + label
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }

@@ -280,10 +280,10 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 	if w := e.Workarounds[1]; w.Rate != 0.7 || w.Reports != 0 {
 		t.Errorf("workaround 1 %+v", w)
 	}
-	if !strings.Contains(text, "✓ workaround 0: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works 55%; 1 report(s), curated 60%)") {
+	if !strings.Contains(text, "✓ workaround 0: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works ≈55%, estimate + 1 report)") {
 		t.Errorf("get_entry text:\n%s", text)
 	}
-	before(t, text, "✗ dead_end 0: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 86%; 1 report(s), curated 85%)", "Try:")
+	before(t, text, "✗ dead_end 0: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails ≈86%, estimate + 1 report)", "Try:")
 
 	// A diagnosis blends the report in too.
 	var d DiagnoseOut

@@ -87,7 +87,7 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if !x.Applies {
 					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
 				}
-				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["fails"], pct(x.FailRate)), observed(x.Observed, o), mdSources(x.Sources), na)
+				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["fails"], x.RateLabel(o.Lang)), mdSources(x.Sources), na)
 			}
 			b.WriteString("\n")
 		}
@@ -105,7 +105,7 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if !x.Applies {
 					na = " — _" + L["notapply"] + ": " + mdEscape(x.Reason) + "_"
 				}
-				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s\n", x.Index+1, mdEscape(text), fmt.Sprintf(L["works"], pct(x.SuccessRate)), observed(x.Observed, o), mdSources(x.Sources), na)
+				fmt.Fprintf(&b, "- **%d.** %s (%s)%s%s\n", x.Index+1, mdEscape(text), workRate(x, o.Lang, L), mdSources(x.Sources), na)
 				if x.How != "" {
 					fmt.Fprintf(&b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
 				}

@@ -61,8 +61,8 @@ var labels = map[string]map[string]string{
 		"nvidia":            "NVIDIA action",
 		"dead":              "Don't waste time on",
 		"do":                "Do now",
-		"fails":             "fails %d%%",
-		"works":             "works %d%%",
+		"fails":             "fails %s",
+		"works":             "works %s",
 		"why":               "why",
 		"how":               "how",
 		"when":              "when",
@@ -127,8 +127,8 @@ var labels = map[string]map[string]string{
 		"nvidia":            "NVIDIA 建议操作",
 		"dead":              "不要浪费时间",
 		"do":                "现在就做",
-		"fails":             "失败率 %d%%",
-		"works":             "成功率 %d%%",
+		"fails":             "失败率 %s",
+		"works":             "成功率 %s",
 		"why":               "原因",
 		"how":               "做法",
 		"when":              "条件",
@@ -215,8 +215,6 @@ func factList(f map[string]facts.Fact) string {
 	}
 	return strings.Join(parts, "  ")
 }
-
-func pct(r float64) int { return int(r*100 + 0.5) }
 
 func group(n int64) string {
 	s := fmt.Sprint(n)

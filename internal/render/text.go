@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
-	"github.com/gpudx/gpudx/outcome"
 )
 
 type painter struct{ on bool }
@@ -161,7 +160,7 @@ func writeDeadEnds(b *strings.Builder, items []diagnose.DeadEnd, maxSources int,
 	}
 	fmt.Fprintf(b, "\n  %s\n", p.yellow(L["dead"]))
 	for _, x := range items {
-		rate := p.dim("(" + fmt.Sprintf(L["fails"], pct(x.FailRate)) + observed(x.Observed, o) + ")")
+		rate := p.dim("(" + fmt.Sprintf(L["fails"], x.RateLabel(o.Lang)) + ")")
 		if !x.Applies {
 			rate += " " + p.dim("["+L["notapply"]+"]")
 		}
@@ -193,7 +192,7 @@ func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSource
 		if o.Lang == "zh" && x.Zh != "" {
 			text = x.Zh
 		}
-		rate := p.dim("(" + fmt.Sprintf(L["works"], pct(x.SuccessRate)) + observed(x.Observed, o) + ")")
+		rate := p.dim("(" + workRate(x, o.Lang, L) + ")")
 		if !x.Applies {
 			rate += " " + p.dim("["+L["notapply"]+"]")
 		}
@@ -210,24 +209,13 @@ func writeWorkarounds(b *strings.Builder, items []diagnose.Workaround, maxSource
 	}
 }
 
-// observed follows a curated rate with the rate blended with reported
-// outcomes (" → 55% with 3 reports"); "" when nobody reported any.
-func observed(r *outcome.Rate, o Options) string {
-	if r == nil || r.Reports == 0 {
-		return ""
+// workRate is a workaround's rate with its basis ("works ~70%, estimate"),
+// or "to find out" for a check, which has none.
+func workRate(x diagnose.Workaround, lang string, L map[string]string) string {
+	if x.IsCheck() {
+		return x.RateLabel(lang)
 	}
-	if o.Lang == "zh" {
-		return fmt.Sprintf(" → %d%%，计入 %d 份反馈", pct(r.Blended), r.Reports)
-	}
-	return fmt.Sprintf(" → %d%% with %s", pct(r.Blended), plural(r.Reports, "report"))
-}
-
-// plural writes n things in English.
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
+	return fmt.Sprintf(L["works"], x.RateLabel(lang))
 }
 
 func firstN(s []string, n int) []string {

@@ -183,7 +183,7 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 			c.Why = d.WhyZh
 		}
 		for _, x := range d.DeadEnds {
-			it := item{N: x.Index + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", pct(x.FailRate)), NA: !x.Applies, Sources: sources(x.Sources)}
+			it := item{N: x.Index + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", x.RateLabel(l)), NA: !x.Applies, Sources: sources(x.Sources)}
 			if l == "zh" && x.Zh != "" {
 				it.Text, it.Why = x.Zh, "" // the Chinese text says why in the same sentence
 			}
@@ -192,7 +192,7 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 			c.DeadEnds = append(c.DeadEnds, it)
 		}
 		for _, x := range d.Workarounds {
-			it := item{N: x.Index + 1, Text: pick(l, x.Action, x.Zh), How: x.How, Rate: tr(l, "works", pct(x.SuccessRate)), NA: !x.Applies, Sources: sources(x.Sources)}
+			it := item{N: x.Index + 1, Text: pick(l, x.Action, x.Zh), How: x.How, Rate: workRate(x, l), NA: !x.Applies, Sources: sources(x.Sources)}
 			it.Cond, it.CondState = condition(x.Condition, x.Applicability, l)
 			it.Observed = observed(x.Observed, l)
 			c.Work = append(c.Work, it)
@@ -200,6 +200,15 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 		b.Cards = append(b.Cards, c)
 	}
 	return b
+}
+
+// workRate is a workaround's rate with its basis ("works ~70%, estimate"),
+// or "to find out" for a check, which has none.
+func workRate(x diagnose.Workaround, l string) string {
+	if x.IsCheck() {
+		return x.RateLabel(l)
+	}
+	return tr(l, "works", x.RateLabel(l))
 }
 
 // pick is the Chinese text where the page is Chinese and there is one.
