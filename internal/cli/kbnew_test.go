@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,51 @@ func TestKBMigrate(t *testing.T) {
 	}
 	if r := run(t, "", nil, "kb", "migrate", filepath.Join(dir, "nope")); r.code != ExitUsage {
 		t.Errorf("missing dir: exit %d", r.code)
+	}
+}
+
+// TestKBStatsChecked: kb stats says how many entries a second reader has
+// checked, by family, and what the rates rest on, in text and JSON.
+func TestKBStatsChecked(t *testing.T) {
+	r := run(t, "", nil, "kb", "stats", "--format", "json")
+	var s struct {
+		Entries         int            `json:"entries"`
+		ByFamily        map[string]int `json:"by_family"`
+		Checked         struct{ Count int }
+		CheckedByFamily map[string]int `json:"checked_by_family"`
+		RateBases       map[string]int `json:"rate_bases"`
+		Checks          int            `json:"checks"`
+		DeadEnds        int            `json:"dead_ends"`
+		Workarounds     int            `json:"workarounds"`
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d %s", r.code, r.err)
+	}
+	if err := json.Unmarshal([]byte(r.out), &s); err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for f := range s.ByFamily {
+		n, ok := s.CheckedByFamily[f]
+		if !ok || n > s.ByFamily[f] {
+			t.Errorf("family %s: %d checked (present %v) of %d", f, n, ok, s.ByFamily[f])
+		}
+		sum += n
+	}
+	// Every rate rests on something, and a check has none.
+	bases := 0
+	for b, n := range s.RateBases {
+		if b == "" {
+			t.Errorf("%d rates without a basis", n)
+		}
+		bases += n
+	}
+	if sum != s.Checked.Count || len(s.CheckedByFamily) != len(s.ByFamily) || s.Checks == 0 ||
+		bases != s.DeadEnds+s.Workarounds-s.Checks+s.Entries {
+		t.Errorf("checked %d (by family %v), bases %v, checks %d", s.Checked.Count, s.CheckedByFamily, s.RateBases, s.Checks)
+	}
+	r = run(t, "", nil, "kb", "stats")
+	if r.code != 0 || !strings.Contains(r.out, "\nchecked by a second reader ") || !strings.Contains(r.out, "\nrates by basis") || !strings.Contains(r.out, "  checks (no rate) ") {
+		t.Errorf("text:\n%s", r.out)
 	}
 }

@@ -389,8 +389,6 @@ func worksLabel(kind, label string) string {
 	return "works " + label
 }
 
-func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

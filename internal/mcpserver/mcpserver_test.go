@@ -255,11 +255,11 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 		text := call(t, cs, "report_outcome", args, &out)
 		want := ReportOut{Stored: !dup, Duplicate: dup, EntryID: "pytorch/cuda-out-of-memory", Kind: "workaround", Index: 0,
 			Action: "Enable expandable segments when 'reserved by PyTorch but unallocated' is large",
-			Rate:   6.0 / 11, Curated: 0.6, Reports: 1, Worked: 0, Failed: 1}
+			Rate:   6.0 / 11, Curated: 0.6, Basis: "estimate", Label: "≈55%, estimate + 1 report", Reports: 1, Worked: 0, Failed: 1}
 		if out != want {
 			t.Errorf("report %d: %+v, want %+v", i, out, want)
 		}
-		if !strings.Contains(text, "success rate now 55% from 1 report(s) (0 worked, 1 failed) and the curated 60%") {
+		if !strings.Contains(text, "success rate now ≈55%, estimate + 1 report (0 worked, 1 failed); the curated rate is ~60%, estimate.") {
 			t.Errorf("report %d: text %q", i, text)
 		}
 	}
