@@ -46,44 +46,45 @@ type Stats struct {
 // Diagnosis is one known error found in the input, with what the knowledge
 // base says about it.
 type Diagnosis struct {
-	ID               string                `json:"id"`
-	Title            string                `json:"title"`
-	TitleZh          string                `json:"title_zh,omitempty"`
-	Signature        string                `json:"signature"`
-	SignatureZh      string                `json:"signature_zh,omitempty"`
-	Domain           string                `json:"domain"`
-	Category         string                `json:"category"`
-	ErrorCode        string                `json:"error_code"`
-	Root             bool                  `json:"root"`
-	CausedBy         []string              `json:"caused_by,omitempty"`
-	Count            int                   `json:"count"`
-	File             string                `json:"file,omitempty"`
-	FirstLine        int                   `json:"first_line"`
-	LastLine         int                   `json:"last_line"`
-	LastFile         string                `json:"last_file,omitempty"`
-	Files            []FileHits            `json:"files,omitempty"`
-	FilesOmitted     int                   `json:"files_omitted,omitempty"`
-	Ranks            []int                 `json:"ranks,omitempty"`
-	Evidence         []Evidence            `json:"evidence"`
-	Facts            map[string]facts.Fact `json:"facts"`
-	Memory           *oom.Analysis         `json:"memory,omitempty"`
-	VersionNotes     []VersionNote         `json:"version_notes,omitempty"`
-	FixedInInstalled bool                  `json:"fixed_in_installed,omitempty"`
-	Why              []string              `json:"why"`
-	WhyZh            []string              `json:"why_zh"`
-	Subsumes         []string              `json:"subsumes,omitempty"`
-	RootCause        string                `json:"root_cause"`
-	RootCauseZh      string                `json:"root_cause_zh,omitempty"`
-	RootCauseType    string                `json:"root_cause_type"`
-	DeadEnds         []DeadEnd             `json:"dead_ends"`
-	Workarounds      []Workaround          `json:"workarounds"`
-	LeadsTo          []string              `json:"leads_to"`
-	Versions         []kb.Version          `json:"versions"`
-	VerificationTier string                `json:"verification_tier"`
-	Confidence       float64               `json:"confidence"`
-	FixSuccessRate   float64               `json:"fix_success_rate"`
-	Resolvable       string                `json:"resolvable"`
-	OfficialDocURL   string                `json:"official_doc_url,omitempty"`
+	ID                  string                `json:"id"`
+	Title               string                `json:"title"`
+	TitleZh             string                `json:"title_zh,omitempty"`
+	Signature           string                `json:"signature"`
+	SignatureZh         string                `json:"signature_zh,omitempty"`
+	Domain              string                `json:"domain"`
+	Category            string                `json:"category"`
+	ErrorCode           string                `json:"error_code"`
+	Root                bool                  `json:"root"`
+	CausedBy            []string              `json:"caused_by,omitempty"`
+	Count               int                   `json:"count"`
+	File                string                `json:"file,omitempty"`
+	FirstLine           int                   `json:"first_line"`
+	LastLine            int                   `json:"last_line"`
+	LastFile            string                `json:"last_file,omitempty"`
+	Files               []FileHits            `json:"files,omitempty"`
+	FilesOmitted        int                   `json:"files_omitted,omitempty"`
+	Ranks               []int                 `json:"ranks,omitempty"`
+	Evidence            []Evidence            `json:"evidence"`
+	Facts               map[string]facts.Fact `json:"facts"`
+	Memory              *oom.Analysis         `json:"memory,omitempty"`
+	VersionNotes        []VersionNote         `json:"version_notes,omitempty"`
+	FixedInInstalled    bool                  `json:"fixed_in_installed,omitempty"`
+	Why                 []string              `json:"why"`
+	WhyZh               []string              `json:"why_zh"`
+	Subsumes            []string              `json:"subsumes,omitempty"`
+	RootCause           string                `json:"root_cause"`
+	RootCauseZh         string                `json:"root_cause_zh,omitempty"`
+	RootCauseType       string                `json:"root_cause_type"`
+	DeadEnds            []DeadEnd             `json:"dead_ends"`
+	Workarounds         []Workaround          `json:"workarounds"`
+	LeadsTo             []string              `json:"leads_to"`
+	Versions            []kb.Version          `json:"versions"`
+	VerificationTier    string                `json:"verification_tier"`
+	Confidence          float64               `json:"confidence"`
+	FixSuccessRate      float64               `json:"fix_success_rate"`
+	FixSuccessRateBasis kb.Basis              `json:"fix_success_rate_basis"`
+	Resolvable          string                `json:"resolvable"`
+	OfficialDocURL      string                `json:"official_doc_url,omitempty"`
 	// Operator is what a node operator does about a driver or hardware
 	// event (Xid entries); nil for application errors.
 	Operator *kb.Operator `json:"operator,omitempty"`
@@ -107,14 +108,18 @@ type Evidence struct {
 // DeadEnd is something not to waste time on. Index is its position in the
 // entry, which outcome reports refer to.
 type DeadEnd struct {
-	Index     int      `json:"index"`
-	Item      int      `json:"item"` // Index+1: the number gpudx report and kb show use
-	Action    string   `json:"action"`
-	WhyFails  string   `json:"why_fails"`
-	FailRate  float64  `json:"fail_rate"`
-	Condition string   `json:"condition,omitempty"`
-	Sources   []string `json:"sources"`
-	Zh        string   `json:"zh,omitempty"`
+	Index    int     `json:"index"`
+	Item     int     `json:"item"` // Index+1: the number gpudx report and kb show use
+	Action   string  `json:"action"`
+	WhyFails string  `json:"why_fails"`
+	FailRate float64 `json:"fail_rate"`
+	// RateBasis says what FailRate rests on (RateReports: how many
+	// reports, for kb.BasisReports).
+	RateBasis   kb.Basis `json:"rate_basis"`
+	RateReports int      `json:"rate_reports,omitempty"`
+	Condition   string   `json:"condition,omitempty"`
+	Sources     []string `json:"sources"`
+	Zh          string   `json:"zh,omitempty"`
 	Applicability
 	// Observed is the fail rate blended with reported outcomes; set only
 	// where an outcome store is in use.
@@ -131,13 +136,20 @@ type Applicability struct {
 	Reason          string `json:"reason,omitempty"`
 }
 
-// Workaround is something to do now.
+// Workaround is something to do now or, when Kind is kb.KindCheck, a
+// step that finds out what is wrong ("to find out"), with no success rate.
 type Workaround struct {
-	Index       int      `json:"index"`
-	Item        int      `json:"item"` // Index+1: the number gpudx report and kb show use
-	Action      string   `json:"action"`
-	How         string   `json:"how"`
-	SuccessRate float64  `json:"success_rate"`
+	Index  int    `json:"index"`
+	Item   int    `json:"item"` // Index+1: the number gpudx report and kb show use
+	Action string `json:"action"`
+	How    string `json:"how"`
+	// Kind is kb.KindFix or kb.KindCheck.
+	Kind        string  `json:"kind"`
+	SuccessRate float64 `json:"success_rate,omitempty"`
+	// RateBasis says what SuccessRate rests on (RateReports: how many
+	// reports, for kb.BasisReports); empty for a check.
+	RateBasis   kb.Basis `json:"rate_basis,omitempty"`
+	RateReports int      `json:"rate_reports,omitempty"`
 	Condition   string   `json:"condition,omitempty"`
 	Sources     []string `json:"sources"`
 	Zh          string   `json:"zh,omitempty"`
@@ -574,7 +586,7 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 		RootCause: e.RootCause, RootCauseZh: e.RootCauseZh, RootCauseType: e.RootCauseType,
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), Versions: e.Versions,
 		VerificationTier: e.VerificationTier, Confidence: e.Confidence,
-		FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
+		FixSuccessRate: e.FixSuccessRate, FixSuccessRateBasis: e.FixRate().Basis, Resolvable: e.Resolvable,
 		OfficialDocURL: e.OfficialDocURL, Operator: e.Operator, Evidence: []Evidence{}, Why: []string{}, WhyZh: []string{}, entry: e,
 	}
 	if d.Versions == nil {
@@ -589,15 +601,24 @@ func newDiagnosis(e *kb.Entry) *Diagnosis {
 func Items(e *kb.Entry) ([]DeadEnd, []Workaround) {
 	dead := make([]DeadEnd, len(e.DeadEnds))
 	for i, x := range e.DeadEnds {
+		r := x.Rate()
 		dead[i] = DeadEnd{Index: i, Item: i + 1, Action: x.Action, WhyFails: x.WhyFails, FailRate: x.FailRate,
+			RateBasis: r.Basis, RateReports: r.Reports,
 			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.DeadEndZh(i),
 			Applicability: Applicability{Applies: true}}
 	}
 	work := make([]Workaround, len(e.Workarounds))
 	for i, x := range e.Workarounds {
-		work[i] = Workaround{Index: i, Item: i + 1, Action: x.Action, How: x.How, SuccessRate: x.SuccessRate,
+		w := Workaround{Index: i, Item: i + 1, Action: x.Action, How: x.How, Kind: kb.KindFix,
 			Condition: x.Condition, Sources: nonNil(x.Sources), Zh: e.WorkaroundZh(i),
 			Applicability: Applicability{Applies: true}}
+		if x.IsCheck() {
+			w.Kind = kb.KindCheck
+		} else {
+			r := x.Rate()
+			w.SuccessRate, w.RateBasis, w.RateReports = r.Value, r.Basis, r.Reports
+		}
+		work[i] = w
 	}
 	return dead, work
 }

@@ -7,9 +7,9 @@ import (
 	"github.com/gpudx/gpudx/outcome"
 )
 
-// AddOutcomes sets Observed on every workaround and dead end of the
-// report: its curated rate blended with the outcomes people reported to
-// st. Items keep their entry Index, so reordering does not mix up counts.
+// AddOutcomes sets Observed on every workaround (checks excepted) and
+// dead end of the report: its curated rate blended with the outcomes
+// people reported to st. Items keep their entry Index, so reordering does not mix up counts.
 func AddOutcomes(ctx context.Context, st outcome.Store, rep *Report) error {
 	for _, d := range rep.Diagnoses {
 		t, err := st.Tallies(ctx, d.ID)
@@ -18,6 +18,9 @@ func AddOutcomes(ctx context.Context, st outcome.Store, rep *Report) error {
 		}
 		for i := range d.Workarounds {
 			w := &d.Workarounds[i]
+			if w.IsCheck() {
+				continue // a check has no rate to blend with
+			}
 			r := outcome.Blend(outcome.Workaround, w.SuccessRate, t[outcome.Key{EntryID: d.ID, Kind: outcome.Workaround, Index: w.Index}])
 			w.Observed = &r
 		}

@@ -41,17 +41,22 @@ type Entry struct {
 	VerificationTier   string            `json:"verification_tier"`
 	Confidence         float64           `json:"confidence"`
 	FixSuccessRate     float64           `json:"fix_success_rate"`
-	Resolvable         string            `json:"resolvable"`
-	FirstSeen          string            `json:"first_seen"`
-	LastConfirmed      string            `json:"last_confirmed"`
-	LastUpdated        string            `json:"last_updated"`
-	EvidenceCount      int               `json:"evidence_count"`
-	Tags               []string          `json:"tags"`
-	Locale             string            `json:"locale"`
-	Examples           Examples          `json:"examples"`
+	// FixSuccessRateBasis says what FixSuccessRate rests on.
+	FixSuccessRateBasis Basis    `json:"fix_success_rate_basis,omitempty"`
+	Resolvable          string   `json:"resolvable"`
+	FirstSeen           string   `json:"first_seen"`
+	LastConfirmed       string   `json:"last_confirmed"`
+	LastUpdated         string   `json:"last_updated"`
+	EvidenceCount       int      `json:"evidence_count"`
+	Tags                []string `json:"tags"`
+	Locale              string   `json:"locale"`
+	Examples            Examples `json:"examples"`
 	// Operator is set for events a node operator acts on (Xid and other
 	// kernel-driver events); nil for application errors.
 	Operator *Operator `json:"operator,omitempty"`
+	// Checked says when and how the entry was last checked by a second
+	// reader; nil until it has been.
+	Checked *Check `json:"checked,omitempty"`
 
 	// Origin says where the entry was loaded from (a path, or
 	// "embedded:<path>"); it is not part of the file format.
@@ -114,20 +119,37 @@ type Version struct {
 
 // DeadEnd is something people try that does not fix the error.
 type DeadEnd struct {
-	Action    string   `json:"action"`
-	WhyFails  string   `json:"why_fails"`
-	FailRate  float64  `json:"fail_rate"`
-	Condition string   `json:"condition"`
-	Sources   []string `json:"sources"`
+	Action   string  `json:"action"`
+	WhyFails string  `json:"why_fails"`
+	FailRate float64 `json:"fail_rate"`
+	// RateBasis says what FailRate rests on; RateReports counts the
+	// reports when it is BasisReports.
+	RateBasis   Basis    `json:"rate_basis,omitempty"`
+	RateReports int      `json:"rate_reports,omitempty"`
+	Condition   string   `json:"condition"`
+	Sources     []string `json:"sources"`
+	// Zh is the item's Chinese text when written inline rather than in
+	// the entry's dead_ends_zh.
+	Zh string `json:"zh,omitempty"`
 }
 
-// Workaround is something that fixes or avoids the error.
+// Workaround is something that fixes or avoids the error, or, when Kind is
+// KindCheck, a step that finds out what is wrong (no success rate).
 type Workaround struct {
-	Action      string   `json:"action"`
-	SuccessRate float64  `json:"success_rate"`
+	Action string `json:"action"`
+	// Kind is KindFix (or empty) or KindCheck.
+	Kind        string  `json:"kind,omitempty"`
+	SuccessRate float64 `json:"success_rate,omitempty"`
+	// RateBasis says what SuccessRate rests on; RateReports counts the
+	// reports when it is BasisReports.
+	RateBasis   Basis    `json:"rate_basis,omitempty"`
+	RateReports int      `json:"rate_reports,omitempty"`
 	How         string   `json:"how"`
 	Condition   string   `json:"condition"`
 	Sources     []string `json:"sources"`
+	// Zh is the item's Chinese text when written inline rather than in
+	// the entry's workarounds_zh.
+	Zh string `json:"zh,omitempty"`
 }
 
 // TransitionGraph links an entry to the errors around it.
@@ -207,6 +229,25 @@ func (e *Entry) DeadEndZh(i int) string { return at(e.DeadEndsZh, i) }
 
 // WorkaroundZh returns the Chinese text of workaround i, or "" when missing.
 func (e *Entry) WorkaroundZh(i int) string { return at(e.WorkaroundsZh, i) }
+
+// inlineZh fills DeadEndsZh and WorkaroundsZh from the items' own zh
+// fields when the entry has no parallel list, so that the rest of gpudx
+// reads one form (an item without Chinese text reads as ""). Parallel
+// lists, where given, are kept.
+func (e *Entry) inlineZh() {
+	if len(e.DeadEndsZh) == 0 && len(e.DeadEnds) > 0 {
+		e.DeadEndsZh = make([]string, len(e.DeadEnds))
+		for i, d := range e.DeadEnds {
+			e.DeadEndsZh[i] = d.Zh
+		}
+	}
+	if len(e.WorkaroundsZh) == 0 && len(e.Workarounds) > 0 {
+		e.WorkaroundsZh = make([]string, len(e.Workarounds))
+		for i, w := range e.Workarounds {
+			e.WorkaroundsZh[i] = w.Zh
+		}
+	}
+}
 
 func at(s []string, i int) string {
 	if i < len(s) {

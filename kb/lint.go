@@ -101,33 +101,44 @@ type fieldSpec struct {
 }
 
 // entryFields lists the top-level fields of the gpudx format. Everything
-// the seed entry has is required; dead_ends_zh (new) is checked by length.
+// the seed entry has is required except the fields that may be null
+// (subcategory, error_code, official_doc_section), which may be left out;
+// the Chinese lists may be left out when every item carries its own zh.
 var entryFields = []fieldSpec{
 	{"id", kString, true}, {"title", kString, true}, {"title_zh", kString, true}, {"signature", kString, true}, {"signature_zh", kString, true},
 	{"regex", kString, true}, {"aliases", kStrings, true}, {"domain", kString, true},
-	{"category", kString, true}, {"subcategory", kStringOrNull, true},
-	{"error_code", kStringOrNull, true}, {"root_cause", kString, true},
+	{"category", kString, true}, {"subcategory", kStringOrNull, false},
+	{"error_code", kStringOrNull, false}, {"root_cause", kString, true},
 	{"root_cause_zh", kString, true}, {"root_cause_type", kString, true},
 	{"versions", kObjects, true}, {"os_specific", kStringMap, true},
 	{"dead_ends", kObjects, true}, {"workarounds", kObjects, true},
-	{"workarounds_zh", kStrings, true}, {"dead_ends_zh", kStrings, false},
+	{"workarounds_zh", kStrings, false}, {"dead_ends_zh", kStrings, false},
 	{"transition_graph", kObject, true}, {"official_doc_url", kString, true},
-	{"official_doc_section", kStringOrNull, true}, {"verification_tier", kString, true},
+	{"official_doc_section", kStringOrNull, false}, {"verification_tier", kString, true},
 	{"confidence", kNumber, true}, {"fix_success_rate", kNumber, true},
+	{"fix_success_rate_basis", kString, false},
 	{"resolvable", kString, true}, {"first_seen", kString, true},
 	{"last_confirmed", kString, true}, {"last_updated", kString, true},
 	{"evidence_count", kInt, true}, {"tags", kStrings, true}, {"locale", kString, true},
-	{"examples", kObject, true}, {"operator", kObject, false},
+	{"examples", kObject, true}, {"operator", kObject, false}, {"checked", kObject, false},
 }
+
+var checkedFields = []fieldSpec{{"date", kString, true}, {"by", kString, true},
+	{"method", kString, true}, {"notes", kString, false}}
 
 var operatorFields = []fieldSpec{{"severity", kString, true}, {"fault", kString, true},
 	{"drain", kString, true}, {"action", kString, true}, {"next", kString, true}, {"next_zh", kString, true}}
 
 var itemFields = map[string][]fieldSpec{
 	"dead_ends": {{"action", kString, true}, {"why_fails", kString, true},
-		{"fail_rate", kNumber, true}, {"condition", kString, false}, {"sources", kStrings, true}},
-	"workarounds": {{"action", kString, true}, {"success_rate", kNumber, true},
-		{"how", kString, true}, {"condition", kString, false}, {"sources", kStrings, true}},
+		{"fail_rate", kNumber, true}, {"rate_basis", kString, false}, {"rate_reports", kInt, false},
+		{"condition", kString, false}, {"sources", kStrings, true}, {"zh", kString, false}},
+	// success_rate and rate_basis are required of a fix and refused on a
+	// check; checkItemRates says so.
+	"workarounds": {{"action", kString, true}, {"kind", kString, false},
+		{"success_rate", kNumber, false}, {"rate_basis", kString, false}, {"rate_reports", kInt, false},
+		{"how", kString, true}, {"condition", kString, false}, {"sources", kStrings, true},
+		{"zh", kString, false}},
 	"versions": {{"version", kString, true}, {"introduced", kStringOrNull, false},
 		{"deprecated", kStringOrNull, false}, {"removed", kStringOrNull, false},
 		{"behavior_change", kStringOrNull, false}, {"status", kString, true}},
@@ -311,16 +322,27 @@ func (l *Linter) lintFile(f File, add func(field, msg string)) (*Entry, *regexp.
 			continue
 		}
 		for i, it := range items {
-			if !checkFields(fmt.Sprintf("%s[%d].", name, i), it, itemFields[name], add) {
+			prefix := fmt.Sprintf("%s[%d].", name, i)
+			if !checkFields(prefix, it, itemFields[name], add) {
 				typesOK = false
+			}
+			if name == "workarounds" {
+				checkWorkaroundRate(prefix, it, add)
 			}
 		}
 	}
+	checkZhForms(top, add)
 	if raw, ok := top["examples"]; ok {
 		var ex map[string]json.RawMessage
 		if json.Unmarshal(raw, &ex) == nil {
 			typesOK = checkFields("examples.", ex, []fieldSpec{{"match", kStrings, true},
 				{"no_match", kStrings, true}, {"sources", kStrings, false}}, add) && typesOK
+		}
+	}
+	if raw, ok := top["checked"]; ok {
+		var c map[string]json.RawMessage
+		if json.Unmarshal(raw, &c) == nil {
+			typesOK = checkFields("checked.", c, checkedFields, add) && typesOK
 		}
 	}
 	if raw, ok := top["operator"]; ok {
@@ -411,10 +433,11 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	if e.EvidenceCount < 0 {
 		add("evidence_count", "negative")
 	}
-	for name, v := range map[string]string{"title": e.Title, "title_zh": e.TitleZh, "signature": e.Signature, "signature_zh": e.SignatureZh,
-		"root_cause": e.RootCause, "root_cause_zh": e.RootCauseZh} {
-		if strings.TrimSpace(v) == "" {
-			add(name, "empty")
+	// In a fixed order, so that lint's output is the same every run.
+	for _, f := range []struct{ name, v string }{{"title", e.Title}, {"title_zh", e.TitleZh}, {"signature", e.Signature}, {"signature_zh", e.SignatureZh},
+		{"root_cause", e.RootCause}, {"root_cause_zh", e.RootCauseZh}} {
+		if strings.TrimSpace(f.v) == "" {
+			add(f.name, "empty")
 		}
 	}
 	for i, v := range e.Versions {
@@ -460,15 +483,23 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		checkSources(f+".sources", w.Sources, add)
 	}
 	checkOperator(e, add)
+	checkBases(e, add)
+	checkChecked(e.Checked, add)
+	// Without a parallel list, Parse filled it from the items' zh.
 	if len(e.WorkaroundsZh) != len(e.Workarounds) {
 		add("workarounds_zh", fmt.Sprintf("%d items for %d workarounds", len(e.WorkaroundsZh), len(e.Workarounds)))
 	}
 	if len(e.DeadEndsZh) != len(e.DeadEnds) {
 		add("dead_ends_zh", fmt.Sprintf("%d items for %d dead ends", len(e.DeadEndsZh), len(e.DeadEnds)))
 	}
-	for i, s := range append(append([]string{}, e.WorkaroundsZh...), e.DeadEndsZh...) {
-		if strings.TrimSpace(s) == "" {
-			add("zh", fmt.Sprintf("item %d is empty", i))
+	for i, s := range e.DeadEndsZh {
+		if i < len(e.DeadEnds) && strings.TrimSpace(s) == "" {
+			add(fmt.Sprintf("dead_ends[%d].zh", i), "empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)")
+		}
+	}
+	for i, s := range e.WorkaroundsZh {
+		if i < len(e.Workarounds) && strings.TrimSpace(s) == "" {
+			add(fmt.Sprintf("workarounds[%d].zh", i), "empty: the Chinese text of the workaround (inline zh, or its place in workarounds_zh)")
 		}
 	}
 	if e.Regex == "" {
@@ -503,6 +534,98 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		}
 	}
 	return re
+}
+
+// checkWorkaroundRate enforces what a workaround's kind implies, on the
+// raw item (a missing rate and a zero rate differ there): a fix has a
+// success_rate, a check has none.
+func checkWorkaroundRate(prefix string, it map[string]json.RawMessage, add func(field, msg string)) {
+	var kind string
+	if raw, ok := it["kind"]; ok && json.Unmarshal(raw, &kind) != nil {
+		return // reported as a type error
+	}
+	_, hasRate := it["success_rate"]
+	_, hasBasis := it["rate_basis"]
+	_, hasReports := it["rate_reports"]
+	if kind == KindCheck {
+		if hasRate || hasBasis || hasReports {
+			add(prefix+"success_rate", "a check (kind \"check\") finds out what is wrong and has no success rate: remove success_rate, rate_basis and rate_reports, or make it a fix")
+		}
+		return
+	}
+	if !hasRate {
+		add(prefix+"success_rate", "missing: a fix has a success rate (a diagnostic step is marked \"kind\": \"check\" instead)")
+	}
+}
+
+// checkZhForms refuses an entry that gives the Chinese text of its items
+// both ways: inline (zh on the item) and in the parallel list.
+func checkZhForms(top map[string]json.RawMessage, add func(field, msg string)) {
+	for _, l := range []struct{ items, list string }{{"dead_ends", "dead_ends_zh"}, {"workarounds", "workarounds_zh"}} {
+		var list []json.RawMessage
+		if json.Unmarshal(top[l.list], &list) != nil || len(list) == 0 {
+			continue
+		}
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(top[l.items], &items) != nil {
+			continue
+		}
+		for i, it := range items {
+			if _, ok := it["zh"]; ok {
+				add(fmt.Sprintf("%s[%d].zh", l.items, i), fmt.Sprintf("Chinese text given both inline and in %s: use one form", l.list))
+			}
+		}
+	}
+}
+
+// checkBases requires a basis on every rate and checks it.
+func checkBases(e *Entry, add func(field, msg string)) {
+	basis := func(field string, b Basis, reports int) {
+		switch {
+		case b == "":
+			add(field+"rate_basis", "missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)")
+		case !oneOf(string(b), RateBases):
+			checkEnum(field+"rate_basis", string(b), RateBases, add)
+		case b == BasisReports && reports < 1:
+			add(field+"rate_reports", "missing: a rate counted from reports says how many (rate_reports >= 1)")
+		case b != BasisReports && reports != 0:
+			add(field+"rate_reports", fmt.Sprintf("set, but rate_basis is %q: rate_reports goes with rate_basis \"reports\"", b))
+		}
+	}
+	for i, d := range e.DeadEnds {
+		basis(fmt.Sprintf("dead_ends[%d].", i), d.RateBasis, d.RateReports)
+	}
+	for i, w := range e.Workarounds {
+		f := fmt.Sprintf("workarounds[%d].", i)
+		if w.Kind != "" {
+			checkEnum(f+"kind", w.Kind, WorkaroundKinds, add)
+		}
+		if !w.IsCheck() {
+			basis(f, w.RateBasis, w.RateReports)
+		}
+	}
+	switch b := e.FixSuccessRateBasis; {
+	case b == "":
+		add("fix_success_rate_basis", "missing: say what fix_success_rate rests on (estimate, reports or reproduced)")
+	default:
+		checkEnum("fix_success_rate_basis", string(b), RateBases, add)
+	}
+}
+
+// checkChecked checks the record of an entry's last check.
+func checkChecked(c *Check, add func(field, msg string)) {
+	if c == nil {
+		return
+	}
+	if d, err := time.Parse("2006-01-02", c.Date); err != nil {
+		add("checked.date", fmt.Sprintf("%q is not a YYYY-MM-DD date", c.Date))
+	} else if d.After(today()) {
+		add("checked.date", fmt.Sprintf("%s is in the future", c.Date))
+	}
+	if strings.TrimSpace(c.By) == "" {
+		add("checked.by", "empty: name the reader")
+	}
+	checkEnum("checked.method", c.Method, CheckMethods, add)
 }
 
 var actionRE = regexp.MustCompile(`^(RESTART_APP|RESET_GPU|RESTART_BM|IGNORE|CONTACT_SUPPORT|WORKFLOW_[A-Z0-9_]+)?$`)

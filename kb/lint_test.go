@@ -70,7 +70,7 @@ func TestLintRules(t *testing.T) {
 			`bad-operator.json: operator.action: "REBOOT" is not an NVIDIA resolution bucket (RESTART_APP, RESET_GPU, RESTART_BM, IGNORE, CONTACT_SUPPORT, WORKFLOW_*) or empty`,
 			`bad-operator.json: operator.next: empty: say the operator's next step, in English and Chinese (next_zh)`}},
 		{"good-operator", false, nil},
-		{"zh-length", false, []string{`zh-length.json: workarounds_zh: 0 items for 1 workarounds`, `zh-length.json: dead_ends_zh: 2 items for 1 dead ends`}},
+		{"zh-length", false, []string{`zh-length.json: dead_ends_zh: 2 items for 1 dead ends`, `zh-length.json: workarounds[0].zh: empty: the Chinese text of the workaround (inline zh, or its place in workarounds_zh)`}},
 		{"empty-action", false, []string{
 			`empty-action.json: dead_ends[0].action: empty: say what people try`,
 			`empty-action.json: workarounds[0].action: empty: say what to do`,
@@ -86,6 +86,31 @@ func TestLintRules(t *testing.T) {
 			`bad-version-bound.json: versions[1].removed: "main" is not a version (want a release such as "2.3.1" or "PyTorch 2.3.1")`}},
 		{"no-literal", false, []string{`no-literal.json: regex: warning: no literal of 3 or more bytes that every match must contain, so the regex is tried on every line of every log; anchor it on a fixed part of the message`}},
 		{"not-json", false, []string{`not-json.json: not a JSON object: line 1: unexpected end of JSON input`}},
+		{"no-basis", false, []string{
+			`no-basis.json: dead_ends[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)`,
+			`no-basis.json: workarounds[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)`,
+			`no-basis.json: fix_success_rate_basis: missing: say what fix_success_rate rests on (estimate, reports or reproduced)`}},
+		{"bad-basis", false, []string{
+			`bad-basis.json: dead_ends[0].rate_basis: "guess" is not one of estimate, reports, reproduced`,
+			`bad-basis.json: workarounds[0].rate_reports: missing: a rate counted from reports says how many (rate_reports >= 1)`,
+			`bad-basis.json: workarounds[1].rate_reports: set, but rate_basis is "estimate": rate_reports goes with rate_basis "reports"`,
+			`bad-basis.json: fix_success_rate_basis: "measured" is not one of estimate, reports, reproduced`}},
+		{"counted-basis", false, nil},
+		{"check-with-rate", false, []string{
+			`check-with-rate.json: workarounds[0].success_rate: a check (kind "check") finds out what is wrong and has no success rate: remove success_rate, rate_basis and rate_reports, or make it a fix`,
+			`check-with-rate.json: workarounds[1].success_rate: missing: a fix has a success rate (a diagnostic step is marked "kind": "check" instead)`,
+			`check-with-rate.json: workarounds[1].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)`,
+			`check-with-rate.json: workarounds[2].kind: "maybe" is not one of fix, check`}},
+		{"good-check", false, nil},
+		{"inline-zh", false, nil},
+		{"zh-both", false, []string{
+			`zh-both.json: dead_ends[0].zh: Chinese text given both inline and in dead_ends_zh: use one form`,
+			`zh-both.json: workarounds[1].zh: empty: the Chinese text of the workaround (inline zh, or its place in workarounds_zh)`}},
+		{"checked", false, nil},
+		{"checked-bad", false, []string{
+			`checked-bad.json: checked.date: 2099-01-01 is in the future`,
+			`checked-bad.json: checked.by: empty: name the reader`,
+			`checked-bad.json: checked.method: "skimmed" is not one of sources-reread, reproduced`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -157,7 +182,18 @@ func TestLintSeed(t *testing.T) {
 		"seed.txt: workarounds[0].sources: none: every dead end and workaround needs a source",
 		"seed.txt: workarounds[1].sources: none: every dead end and workaround needs a source",
 		"seed.txt: workarounds[2].sources: none: every dead end and workaround needs a source",
-		"seed.txt: dead_ends_zh: 0 items for 3 dead ends",
+		// The seed's rates predate bases; its dead ends have no Chinese
+		// text, in a list or inline.
+		"seed.txt: dead_ends[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: dead_ends[1].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: dead_ends[2].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[0].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[1].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: workarounds[2].rate_basis: missing: say what the rate rests on (estimate, reports with rate_reports, or reproduced)",
+		"seed.txt: fix_success_rate_basis: missing: say what fix_success_rate rests on (estimate, reports or reproduced)",
+		"seed.txt: dead_ends[0].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
+		"seed.txt: dead_ends[1].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
+		"seed.txt: dead_ends[2].zh: empty: the Chinese text of the dead end (inline zh, or its place in dead_ends_zh)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got:\n  %s", strings.Join(got, "\n  "))

@@ -89,6 +89,7 @@ func Parse(origin string, data []byte) (*Entry, error) {
 			return nil, jsonErr(data, err)
 		}
 		e.Format = FormatGpudx
+		e.inlineZh()
 	}
 	if e.ID == "" {
 		return nil, errors.New("entry has no id")

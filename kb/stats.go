@@ -111,6 +111,17 @@ type Stats struct {
 	WithGraphEdges Share `json:"with_graph_edges"`
 	DeadEnds       int   `json:"dead_ends"`
 	Workarounds    int   `json:"workarounds"`
+	// Checks counts the workarounds that are diagnostic steps (no rate).
+	Checks int `json:"checks"`
+	// RateBases counts rates by what they rest on: dead ends, fixes and
+	// entries' fix_success_rate ("" for a rate without a basis).
+	RateBases map[string]int `json:"rate_bases"`
+	// Checked counts entries whose check by a second reader is recorded;
+	// CheckedByFamily splits them by family (every family present, 0
+	// included) and ByCheckMethod by method.
+	Checked         Share          `json:"checked"`
+	CheckedByFamily map[string]int `json:"checked_by_family"`
+	ByCheckMethod   map[string]int `json:"by_check_method"`
 	// Unfiltered counts regexes with no literal every match must contain:
 	// the scanner tries them on every line (see package literal).
 	Unfiltered int `json:"unfiltered_regexes"`
@@ -132,6 +143,10 @@ func ComputeStats(entries []*Entry, reg *Registry) Stats {
 		ByFamily:   map[string]int{},
 		ByCategory: map[string]int{},
 		ByTier:     map[string]int{},
+		RateBases:  map[string]int{},
+
+		CheckedByFamily: map[string]int{},
+		ByCheckMethod:   map[string]int{},
 	}
 	for _, e := range entries {
 		s.ByDomain[e.Domain]++
@@ -151,13 +166,30 @@ func ComputeStats(entries []*Entry, reg *Registry) Stats {
 		count(&s.WithGraphEdges, len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0)
 		s.DeadEnds += len(e.DeadEnds)
 		s.Workarounds += len(e.Workarounds)
+		s.RateBases[string(e.FixSuccessRateBasis)]++
+		for _, d := range e.DeadEnds {
+			s.RateBases[string(d.RateBasis)]++
+		}
+		for _, w := range e.Workarounds {
+			if w.IsCheck() {
+				s.Checks++
+				continue
+			}
+			s.RateBases[string(w.RateBasis)]++
+		}
+		s.CheckedByFamily[e.Family()] += 0
+		if e.IsChecked() {
+			s.Checked.Count++
+			s.CheckedByFamily[e.Family()]++
+			s.ByCheckMethod[e.Checked.Method]++
+		}
 		if _, err := e.Compiled(); err == nil && e.Regex != "" {
 			if _, ok := literal.Required(e.Regex); !ok {
 				s.Unfiltered++
 			}
 		}
 	}
-	for _, sh := range []*Share{&s.CompleteZh, &s.WithExamples, &s.SourcedItems, &s.WithFacts, &s.WithGraphEdges} {
+	for _, sh := range []*Share{&s.CompleteZh, &s.WithExamples, &s.SourcedItems, &s.WithFacts, &s.WithGraphEdges, &s.Checked} {
 		if s.Entries > 0 {
 			sh.Share = float64(sh.Count) / float64(s.Entries)
 		}

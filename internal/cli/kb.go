@@ -20,21 +20,25 @@ import (
 func newKBCmd(env *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kb",
-		Short: "Browse, search, check and convert the knowledge base",
+		Short: "Browse, search, check, start and convert knowledge-base entries",
 		Long: `The knowledge base is a set of JSON entries, one per known error, built into
 gpudx. These commands list, show and search it, check entries for defects
-(kb lint) and convert third-party entries to gpudx's format (kb convert).`,
+(kb lint), start a new entry (kb new), bring entry files to the current
+format (kb migrate) and convert third-party entries to gpudx's format
+(kb convert).`,
 		Example: `  gpudx kb list --domain nccl
   gpudx kb show cuda/illegal-memory-access
   gpudx kb search "misaligned address"
   gpudx kb stats
+  gpudx kb new cuda/cufft-exec-failed
   gpudx kb lint my-entries/`,
 	}
 	var kbFlag []string
 	cmd.PersistentFlags().StringArrayVar(&kbFlag, "kb", nil, "extra knowledge-base `PATH` (entry file or directory; repeatable; also $GPUDX_KB)")
 	load := func() (*kb.Base, error) { return loadBase(kbPaths(kbFlag, env), env) }
 	cmd.AddCommand(newKBListCmd(env, load), newKBShowCmd(env, load), newKBSearchCmd(env, load),
-		newKBStatsCmd(env, load), newKBLintCmd(env), newKBConvertCmd(env))
+		newKBStatsCmd(env, load), newKBLintCmd(env), newKBConvertCmd(env),
+		newKBNewCmd(env), newKBMigrateCmd(env))
 	return cmd
 }
 
@@ -204,10 +208,15 @@ deadends.dev canons are recognised and checked for what applies to them
 
 Rules: required fields and JSON types; enums (domain, category,
 root_cause_type, verification_tier, resolvable, versions status); rates in
-[0,1]; YYYY-MM-DD dates; id equal to <domain>/<slug> of the file's path; the
-regex compiles as RE2; every examples.match matches and no examples.no_match
-does; transition-graph ids exist (here or built in); Chinese lists as long
-as the English ones; no empty action or how; sources on every dead end and
+[0,1]; every rate with its basis (rate_basis: estimate, reports with
+rate_reports, or reproduced; fix_success_rate_basis for the entry's); a
+workaround of kind "check" (a diagnostic step) without a success rate, and
+every other one with one; the "checked" record with a date not in the future,
+a reader and a method (sources-reread, reproduced); YYYY-MM-DD dates; id
+equal to <domain>/<slug> of the file's path; the regex compiles as RE2; every examples.match matches and no examples.no_match
+does; transition-graph ids exist (here or built in); Chinese text for every
+dead end and workaround, in lists as long as the English ones or inline (zh
+on the item), not both; no empty action or how; sources on every dead end and
 workaround; no regex matching another entry's examples unless one names
 the other in frequently_confused_with; and the names rule: every UPPER_CASE
 name (NCCL_DEBUG, CUBLAS_STATUS_NOT_SUPPORTED), allocator setting

@@ -15,12 +15,15 @@ func newKBStatsCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Count entries by domain, family, category and tier, and their completeness",
+		Short: "Count entries by domain, family, category and tier, their completeness and checks",
 		Long: `Count the knowledge base's entries by domain, family, category and
 verification tier, and say how complete they are: the share with complete
 Chinese text, with examples (two real forms and a near miss), with a source
 on every dead end and workaround, with named facts and with transition-graph
-edges. The registry of names is counted by kind.
+edges; how many have been checked by a second reader (the entry's "checked"
+record), by family and method; and what the rates rest on (estimate,
+reports, reproduced) and how many workarounds are checks. The registry of
+names is counted by kind.
 
 Families split the cuda domain by library, named first in the slug:
 cuda-runtime, cublas, cudnn and cuda-math (cufft, cusolver, cusparse,
@@ -71,6 +74,22 @@ func writeStats(env *IO, s kb.Stats) error {
 		{"a source on every item", s.SourcedItems}, {"named facts", s.WithFacts}, {"transition-graph edges", s.WithGraphEdges}} {
 		fmt.Fprintf(tw, "  %s\t%d\t%.1f%%\n", q.name, q.sh.Count, 100*q.sh.Share)
 	}
+	fmt.Fprintf(tw, "\nchecked by a second reader\t%d\t%.1f%%\n", s.Checked.Count, 100*s.Checked.Share)
+	for _, f := range byCount(s.ByFamily) {
+		fmt.Fprintf(tw, "  %s\t%d\tof %d\n", f, s.CheckedByFamily[f], s.ByFamily[f])
+	}
+	for _, m := range byCount(s.ByCheckMethod) {
+		fmt.Fprintf(tw, "  method %s\t%d\t\n", m, s.ByCheckMethod[m])
+	}
+	fmt.Fprintf(tw, "\nrates by basis\t\t\n")
+	for _, b := range byCount(s.RateBases) {
+		name := b
+		if name == "" {
+			name = "(none)"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t\n", name, s.RateBases[b])
+	}
+	fmt.Fprintf(tw, "  checks (no rate)\t%d\t\n", s.Checks)
 	fmt.Fprintf(tw, "\nregexes tried on every line\t%d\t(no literal every match must contain)\n", s.Unfiltered)
 	if s.Registry != nil {
 		fmt.Fprintf(tw, "\nregistry names\t%d\t\n", s.Registry.Names)

@@ -219,15 +219,20 @@ func testStdioTools(t *testing.T, bin, db string) {
 	})
 	t.Run("report_outcome then get_entry", func(t *testing.T) {
 		var rep mcpserver.ReportOut
-		mcpCall(t, cs, "report_outcome", map[string]any{"entry_id": "nccl/watchdog-timeout", "kind": "workaround", "index": 1, "worked": true, "request_id": "stdio-1"}, &rep)
+		mcpCall(t, cs, "report_outcome", map[string]any{"entry_id": "nccl/watchdog-timeout", "kind": "workaround", "index": 3, "worked": true, "request_id": "stdio-1"}, &rep)
 		if !rep.Stored || rep.Reports != 1 || rep.Worked != 1 {
 			t.Errorf("report %+v", rep)
 		}
 		var e mcpserver.EntryOut
 		mcpCall(t, cs, "get_entry", map[string]any{"id": "nccl/watchdog-timeout"}, &e)
-		w := e.Workarounds[1]
-		if w.Reports != 1 || w.Worked != 1 || w.Rate != (w.Curated*10+1)/11 || w.Rate != rep.Rate {
-			t.Errorf("workaround 1 after the report: %+v (report said %v)", w, rep.Rate)
+		// Workarounds 0 to 2 of the entry are checks, 3 is a fix.
+		w := e.Workarounds[3]
+		if w.Reports != 1 || w.Worked != 1 || w.Rate != (w.Curated*10+1)/11 || w.Rate != rep.Rate ||
+			w.Kind != "fix" || w.Basis != "estimate" || w.Label != "≈64%, estimate + 1 report" {
+			t.Errorf("workaround 3 after the report: %+v (report said %v)", w, rep.Rate)
+		}
+		if c := e.Workarounds[1]; c.Kind != "check" || c.Label != "to find out" || c.Basis != "" || c.Rate != 0 {
+			t.Errorf("workaround 1, a check: %+v", c)
 		}
 		if msg := mcpCall(t, cs, "get_entry", map[string]any{"id": "nccl/watchdog"}, nil); !strings.HasPrefix(msg, `no entry "nccl/watchdog"; close ids: nccl/watchdog-timeout`) {
 			t.Errorf("unknown id: %q", msg)
@@ -244,7 +249,7 @@ func testStdioTools(t *testing.T, bin, db string) {
 	// counts it, and a repeated request id is not counted again.
 	cs2, _ := startMCP(t, bin, "--db", db)
 	var rep mcpserver.ReportOut
-	mcpCall(t, cs2, "report_outcome", map[string]any{"entry_id": "nccl/watchdog-timeout", "kind": "workaround", "index": 1, "worked": true, "request_id": "stdio-1"}, &rep)
+	mcpCall(t, cs2, "report_outcome", map[string]any{"entry_id": "nccl/watchdog-timeout", "kind": "workaround", "index": 3, "worked": true, "request_id": "stdio-1"}, &rep)
 	if rep.Stored || !rep.Duplicate || rep.Reports != 1 {
 		t.Errorf("repeated report %+v", rep)
 	}

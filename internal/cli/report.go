@@ -167,7 +167,7 @@ func runReport(ctx context.Context, env *IO, o reportOpts, id string, changed fu
 	if dup {
 		mine = nil
 	}
-	fmt.Fprintf(&b, "  %s\n     %s\n", itemHead(item), rateLine(kind, item.Rate, mine))
+	fmt.Fprintf(&b, "  %s\n     %s\n", itemHead(item), rateLine(item, mine))
 	fmt.Fprintf(&b, "Database: %s\n", dbName(st, o.db, env))
 	_, err = env.Out.Write([]byte(b.String()))
 	return err
@@ -253,13 +253,18 @@ type reportItemJSON struct {
 	Kind   outcome.Kind `json:"kind"`
 	Action string       `json:"action"`
 	Rate   outcome.Rate `json:"rate"`
+	// Basis is what the curated rate rests on; Check marks a diagnostic
+	// step, which has no rate (Basis is then empty).
+	Basis kb.Basis `json:"basis,omitempty"`
+	Check bool     `json:"check,omitempty"`
 }
 
 func itemOf(e *kb.Entry, kind outcome.Kind, i int, rates *service.Rates) reportItemJSON {
 	if kind == outcome.DeadEnd {
-		return reportItemJSON{i + 1, i, kind, e.DeadEnds[i].Action, rates.DeadEnds[i]}
+		return reportItemJSON{i + 1, i, kind, e.DeadEnds[i].Action, rates.DeadEnds[i], e.DeadEnds[i].Rate().Basis, false}
 	}
-	return reportItemJSON{i + 1, i, kind, e.Workarounds[i].Action, rates.Workarounds[i]}
+	w := e.Workarounds[i]
+	return reportItemJSON{i + 1, i, kind, w.Action, rates.Workarounds[i], w.Rate().Basis, w.IsCheck()}
 }
 
 func itemHead(it reportItemJSON) string {
@@ -272,15 +277,20 @@ func itemHead(it reportItemJSON) string {
 // rateLine says how an item fares: its curated rate, then the blended one
 // and the reports behind it. With mine, the first figure is the rate
 // before that report.
-func rateLine(kind outcome.Kind, r outcome.Rate, mine *outcome.Report) string {
+func rateLine(it reportItemJSON, mine *outcome.Report) string {
+	kind, r := it.Kind, it.Rate
+	if it.Check {
+		return fmt.Sprintf("a check (%s): it finds out what is wrong and has no success rate; %s", kb.CheckLabel("en"), plural(r.Reports, "report"))
+	}
 	verb := "works"
 	if kind == outcome.DeadEnd {
 		verb = "fails"
 	}
+	curated := kb.Rate{Value: r.Curated, Basis: it.Basis}
 	if r.Reports == 0 {
-		return fmt.Sprintf("%s %d%%; no reports yet", verb, percent(r.Curated))
+		return fmt.Sprintf("%s %s; no reports yet", verb, curated.Label("en"))
 	}
-	from, with := r.Curated, ""
+	from, with, before := r.Curated, "", 0
 	if mine != nil {
 		t := outcome.Tally{Worked: r.Worked, Failed: r.Failed}
 		if mine.Worked {
@@ -288,10 +298,10 @@ func rateLine(kind outcome.Kind, r outcome.Rate, mine *outcome.Report) string {
 		} else {
 			t.Failed--
 		}
-		from, with = outcome.Blend(kind, r.Curated, t).Blended, " with your report"
+		from, with, before = outcome.Blend(kind, r.Curated, t).Blended, " with your report", t.N()
 	}
-	return fmt.Sprintf("%s %d%% → %d%%%s; %s: %d worked, %d failed; curated rate counts as %d reports",
-		verb, percent(from), percent(r.Blended), with, plural(r.Reports, "report"), r.Worked, r.Failed, r.PriorWeight)
+	return fmt.Sprintf("%s %s → %s%s; %d worked, %d failed; curated rate counts as %d reports",
+		verb, curated.WithReports(from, before).Label("en"), curated.WithReports(r.Blended, r.Reports).Label("en"), with, r.Worked, r.Failed, r.PriorWeight)
 }
 
 // listItems writes an entry's items with their numbers and rates.
@@ -327,7 +337,7 @@ func listItems(ctx context.Context, env *IO, svc *service.Service, e *kb.Entry, 
 		}
 		fmt.Fprintf(&b, "\n  %s\n", g.head)
 		for _, it := range g.items {
-			fmt.Fprintf(&b, "    %s\n       %s\n", itemHead(it), rateLine(it.Kind, it.Rate, nil))
+			fmt.Fprintf(&b, "    %s\n       %s\n", itemHead(it), rateLine(it, nil))
 		}
 	}
 	fmt.Fprintf(&b, "\nDatabase: %s\n", dbName(st, o.db, env))

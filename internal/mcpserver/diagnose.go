@@ -106,7 +106,7 @@ type DeadEnd struct {
 	Action   string   `json:"action"`
 	WhyFails string   `json:"why_fails"`
 	FailRate float64  `json:"fail_rate" jsonschema:"how often it fails, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
-	Rate     Rate     `json:"rate" jsonschema:"what fail_rate is made of"`
+	Rate     Rate     `json:"rate" jsonschema:"what fail_rate is made of and rests on"`
 	Sources  []string `json:"sources"`
 	Applicability
 }
@@ -118,8 +118,9 @@ type Workaround struct {
 	Index       int      `json:"index" jsonschema:"the entry position counted from 0 (item - 1)"`
 	Action      string   `json:"action"`
 	How         string   `json:"how" jsonschema:"the command or code to run"`
-	SuccessRate float64  `json:"success_rate" jsonschema:"how often it works, 0 to 1: the curated rate blended with reported outcomes when there are reports"`
-	Rate        Rate     `json:"rate" jsonschema:"what success_rate is made of"`
+	Kind        string   `json:"kind" jsonschema:"fix, or check: a diagnostic step that finds out what is wrong, with no success rate"`
+	SuccessRate float64  `json:"success_rate" jsonschema:"how often it works, 0 to 1: the curated rate blended with reported outcomes when there are reports; 0 for a check"`
+	Rate        Rate     `json:"rate" jsonschema:"what success_rate is made of and rests on"`
 	Sources     []string `json:"sources"`
 	Applicability
 }
@@ -127,6 +128,8 @@ type Workaround struct {
 // Rate says what a shown rate is made of.
 type Rate struct {
 	Curated     float64 `json:"curated" jsonschema:"the knowledge base's rate"`
+	Basis       string  `json:"basis" jsonschema:"what the curated rate rests on: estimate (an editorial estimate), reports (counted from outcome reports) or reproduced (on real hardware); empty for a check"`
+	Label       string  `json:"label" jsonschema:"the shown rate with its basis, e.g. ~60%, estimate or ≈65%, estimate + 3 reports; to find out for a check"`
 	Reports     int     `json:"reports" jsonschema:"outcome reports blended in (0: the curated rate alone)"`
 	Worked      int     `json:"worked" jsonschema:"reports that said the action fixed the error"`
 	Failed      int     `json:"failed" jsonschema:"reports that said it did not"`
@@ -235,14 +238,14 @@ func diagnosisOut(d *diagnose.Diagnosis) Diagnosis {
 		}
 	}
 	for i, x := range d.DeadEnds {
-		rate := rateOf(x.FailRate, x.Observed)
+		rate := rateOf(x.FailRate, x.Observed, x.RateBasis, x.RateLabel("en"))
 		o.DeadEnds = append(o.DeadEnds, DeadEnd{N: i + 1, Item: x.Index + 1, Index: x.Index, Action: x.Action, WhyFails: x.WhyFails,
 			FailRate: shown(x.FailRate, x.Observed), Rate: rate, Sources: nonNil(x.Sources),
 			Applicability: condOf(x.Condition, x.Applicability)})
 	}
 	for i, w := range d.Workarounds {
-		rate := rateOf(w.SuccessRate, w.Observed)
-		o.Workarounds = append(o.Workarounds, Workaround{N: i + 1, Item: w.Index + 1, Index: w.Index, Action: w.Action, How: w.How,
+		rate := rateOf(w.SuccessRate, w.Observed, w.RateBasis, w.RateLabel("en"))
+		o.Workarounds = append(o.Workarounds, Workaround{N: i + 1, Item: w.Index + 1, Index: w.Index, Action: w.Action, How: w.How, Kind: w.Kind,
 			SuccessRate: shown(w.SuccessRate, w.Observed), Rate: rate, Sources: nonNil(w.Sources),
 			Applicability: condOf(w.Condition, w.Applicability)})
 	}
@@ -337,22 +340,31 @@ func writeItems(b *strings.Builder, d *view.Diagnosis) {
 			b.WriteString("  Do not try first (usually fails):\n")
 			wrote = true
 		}
-		fmt.Fprintf(b, "  ✗ %d. %s (%s%s)%s [dead_end item %d]\n", x.N, x.Text, x.Rate, x.Observed, unknownNote(x), x.Index+1)
+		fmt.Fprintf(b, "  ✗ %d. %s (%s)%s [dead_end item %d]\n", x.N, x.Text, x.Rate, unknownNote(x), x.Index+1)
 		if x.Why != "" {
 			fmt.Fprintf(b, "    why: %s\n", x.Why)
 		}
 	}
-	wrote = false
-	for _, w := range d.Work {
-		if !w.Applies {
-			skipped++
-			continue
+	for _, list := range []struct {
+		head  string
+		items []view.Item
+	}{{"  To find out (checks, not fixes):\n", d.Checks}, {"  Try (best first):\n", d.Work}} {
+		wrote = false
+		for _, w := range list.items {
+			if !w.Applies {
+				skipped++
+				continue
+			}
+			if !wrote {
+				b.WriteString(list.head)
+				wrote = true
+			}
+			rate := ""
+			if w.Rate != "" {
+				rate = " (" + w.Rate + ")"
+			}
+			fmt.Fprintf(b, "  ✓ %d. %s%s%s [workaround item %d]\n    how: %s\n", w.N, w.Text, rate, unknownNote(w), w.Index+1, w.How)
 		}
-		if !wrote {
-			b.WriteString("  Try (best first):\n")
-			wrote = true
-		}
-		fmt.Fprintf(b, "  ✓ %d. %s (%s%s)%s [workaround item %d]\n    how: %s\n", w.N, w.Text, w.Rate, w.Observed, unknownNote(w), w.Index+1, w.How)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(b, "  (%d more item(s) of %s do not apply to this log: their condition fails; see the structured result)\n", skipped, d.ID)
@@ -364,4 +376,13 @@ func unknownNote(x view.Item) string {
 		return " [may not apply: " + x.Reason + "]"
 	}
 	return ""
+}
+
+// worksLabel is "works <rate, basis>" for a fix and "to find out" for a
+// check.
+func worksLabel(kind, label string) string {
+	if kind == kb.KindCheck {
+		return label
+	}
+	return "works " + label
 }

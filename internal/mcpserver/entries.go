@@ -21,31 +21,32 @@ type GetEntryIn struct {
 
 // EntryOut is get_entry's structured output: one entry in full.
 type EntryOut struct {
-	ID               string         `json:"id"`
-	Signature        string         `json:"signature"`
-	Regex            string         `json:"regex" jsonschema:"the pattern that recognises the message (Go RE2 syntax)"`
-	Aliases          []string       `json:"aliases"`
-	Domain           string         `json:"domain"`
-	Category         string         `json:"category"`
-	ErrorCode        string         `json:"error_code,omitempty"`
-	RootCause        string         `json:"root_cause"`
-	RootCauseType    string         `json:"root_cause_type"`
-	DeadEnds         []EntryItem    `json:"dead_ends" jsonschema:"what NOT to try first, in entry order (index is report_outcome's index)"`
-	Workarounds      []EntryItem    `json:"workarounds" jsonschema:"what to try, in entry order (index is report_outcome's index)"`
-	PriorWeight      int            `json:"prior_weight" jsonschema:"how many reports a curated rate counts as when blended with outcome reports"`
-	LeadsTo          []string       `json:"leads_to" jsonschema:"errors this one is known to cause"`
-	PrecededBy       []string       `json:"preceded_by" jsonschema:"errors known to cause this one"`
-	ConfusedWith     []kb.Confusion `json:"frequently_confused_with" jsonschema:"errors that look alike and how to tell them apart"`
-	Versions         []kb.Version   `json:"versions" jsonschema:"releases where the error's behaviour changed"`
-	Examples         []string       `json:"examples" jsonschema:"real forms of the message"`
-	OfficialDocURL   string         `json:"official_doc_url,omitempty"`
-	VerificationTier string         `json:"verification_tier"`
-	Confidence       float64        `json:"confidence"`
-	FixSuccessRate   float64        `json:"fix_success_rate"`
-	Resolvable       string         `json:"resolvable"`
-	Tags             []string       `json:"tags"`
-	LastConfirmed    string         `json:"last_confirmed,omitempty"`
-	Operator         *kb.Operator   `json:"operator,omitempty" jsonschema:"for a driver or hardware event (Xid): severity, whose fault, whether to drain the node, NVIDIA's resolution bucket and the operator's next step"`
+	ID                  string         `json:"id"`
+	Signature           string         `json:"signature"`
+	Regex               string         `json:"regex" jsonschema:"the pattern that recognises the message (Go RE2 syntax)"`
+	Aliases             []string       `json:"aliases"`
+	Domain              string         `json:"domain"`
+	Category            string         `json:"category"`
+	ErrorCode           string         `json:"error_code,omitempty"`
+	RootCause           string         `json:"root_cause"`
+	RootCauseType       string         `json:"root_cause_type"`
+	DeadEnds            []EntryItem    `json:"dead_ends" jsonschema:"what NOT to try first, in entry order (index is report_outcome's index)"`
+	Workarounds         []EntryItem    `json:"workarounds" jsonschema:"what to try, in entry order (index is report_outcome's index)"`
+	PriorWeight         int            `json:"prior_weight" jsonschema:"how many reports a curated rate counts as when blended with outcome reports"`
+	LeadsTo             []string       `json:"leads_to" jsonschema:"errors this one is known to cause"`
+	PrecededBy          []string       `json:"preceded_by" jsonschema:"errors known to cause this one"`
+	ConfusedWith        []kb.Confusion `json:"frequently_confused_with" jsonschema:"errors that look alike and how to tell them apart"`
+	Versions            []kb.Version   `json:"versions" jsonschema:"releases where the error's behaviour changed"`
+	Examples            []string       `json:"examples" jsonschema:"real forms of the message"`
+	OfficialDocURL      string         `json:"official_doc_url,omitempty"`
+	VerificationTier    string         `json:"verification_tier"`
+	Confidence          float64        `json:"confidence"`
+	FixSuccessRate      float64        `json:"fix_success_rate"`
+	FixSuccessRateBasis string         `json:"fix_success_rate_basis" jsonschema:"what fix_success_rate rests on: estimate, reports or reproduced"`
+	Resolvable          string         `json:"resolvable"`
+	Tags                []string       `json:"tags"`
+	LastConfirmed       string         `json:"last_confirmed,omitempty"`
+	Operator            *kb.Operator   `json:"operator,omitempty" jsonschema:"for a driver or hardware event (Xid): severity, whose fault, whether to drain the node, NVIDIA's resolution bucket and the operator's next step"`
 }
 
 func (h *handlers) addGetEntry(s *mcp.Server) {
@@ -78,7 +79,7 @@ func (h *handlers) getEntry(ctx context.Context, in GetEntryIn) (*EntryOut, stri
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), PrecededBy: nonNil(e.TransitionGraph.PrecededBy),
 		ConfusedWith: nonNil(e.TransitionGraph.FrequentlyConfusedWith), Versions: nonNil(e.Versions),
 		Examples: nonNil(e.Examples.Match), OfficialDocURL: e.OfficialDocURL, VerificationTier: e.VerificationTier,
-		Confidence: e.Confidence, FixSuccessRate: e.FixSuccessRate, Resolvable: e.Resolvable,
+		Confidence: e.Confidence, FixSuccessRate: e.FixSuccessRate, FixSuccessRateBasis: string(e.FixRate().Basis), Resolvable: e.Resolvable,
 		Tags: nonNil(e.Tags), LastConfirmed: e.LastConfirmed, Operator: e.Operator,
 	}
 	var b strings.Builder

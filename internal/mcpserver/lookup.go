@@ -44,7 +44,10 @@ type EntryItem struct {
 	Index     int      `json:"index" jsonschema:"the same position counted from 0 (item - 1)"`
 	Action    string   `json:"action"`
 	Detail    string   `json:"detail" jsonschema:"for a dead end why it fails, for a workaround how to do it"`
-	Rate      float64  `json:"rate" jsonschema:"fail rate of a dead end or success rate of a workaround, 0 to 1, blended with reported outcomes"`
+	Kind      string   `json:"kind,omitempty" jsonschema:"for a workaround: fix, or check (a diagnostic step that finds out what is wrong, with no rate)"`
+	Rate      float64  `json:"rate" jsonschema:"fail rate of a dead end or success rate of a workaround, 0 to 1, blended with reported outcomes; 0 for a check"`
+	Basis     string   `json:"basis" jsonschema:"what the curated rate rests on: estimate, reports or reproduced; empty for a check"`
+	Label     string   `json:"label" jsonschema:"the rate as shown with its basis (~60%, estimate); to find out for a check"`
 	Curated   float64  `json:"curated_rate" jsonschema:"the knowledge base's rate"`
 	Reports   int      `json:"reports" jsonschema:"outcome reports blended in"`
 	Worked    int      `json:"worked" jsonschema:"reports that said the action fixed the error"`
@@ -124,10 +127,23 @@ func (h *handlers) items(ctx context.Context, e *kb.Entry) (des, ws []EntryItem,
 	}
 	des, ws = []EntryItem{}, []EntryItem{}
 	for i, x := range e.DeadEnds {
-		des = append(des, item(i, x.Action, x.WhyFails, x.Condition, x.Sources, rateAt(rates.DeadEnds, i, x.FailRate)))
+		r := rateAt(rates.DeadEnds, i, x.FailRate)
+		it := item(i, x.Action, x.WhyFails, x.Condition, x.Sources, r)
+		it.Basis, it.Label = string(x.Rate().Basis), x.Rate().WithReports(r.Blended, r.Reports).Label("en")
+		des = append(des, it)
 	}
 	for i, w := range e.Workarounds {
-		ws = append(ws, item(i, w.Action, w.How, w.Condition, w.Sources, rateAt(rates.Workarounds, i, w.SuccessRate)))
+		var it EntryItem
+		if w.IsCheck() {
+			// A check has no rate, so nothing to blend reports with.
+			it = item(i, w.Action, w.How, w.Condition, w.Sources, outcome.Rate{PriorWeight: outcome.PriorWeight})
+			it.Kind, it.Label = kb.KindCheck, kb.CheckLabel("en")
+		} else {
+			r := rateAt(rates.Workarounds, i, w.SuccessRate)
+			it = item(i, w.Action, w.How, w.Condition, w.Sources, r)
+			it.Kind, it.Basis, it.Label = kb.KindFix, string(w.Rate().Basis), w.Rate().WithReports(r.Blended, r.Reports).Label("en")
+		}
+		ws = append(ws, it)
 	}
 	return des, ws, nil
 }
@@ -146,11 +162,11 @@ func item(i int, action, detail, cond string, sources []string, r outcome.Rate) 
 
 // rateOf and shown read a diagnosis item's rate: the blended one when the
 // service has a store, else the curated one.
-func rateOf(curated float64, obs *outcome.Rate) Rate {
+func rateOf(curated float64, obs *outcome.Rate, basis kb.Basis, label string) Rate {
 	if obs == nil {
-		return Rate{Curated: curated, PriorWeight: outcome.PriorWeight}
+		return Rate{Curated: curated, Basis: string(basis), Label: label, PriorWeight: outcome.PriorWeight}
 	}
-	return Rate{Curated: obs.Curated, Reports: obs.Reports, Worked: obs.Worked, Failed: obs.Failed, PriorWeight: obs.PriorWeight}
+	return Rate{Curated: obs.Curated, Basis: string(basis), Label: label, Reports: obs.Reports, Worked: obs.Worked, Failed: obs.Failed, PriorWeight: obs.PriorWeight}
 }
 
 func shown(curated float64, obs *outcome.Rate) float64 {
@@ -191,22 +207,15 @@ func writeEntryItems(b *strings.Builder, des, ws []EntryItem) {
 	if len(des) > 0 {
 		b.WriteString("  Do not try first (usually fails):\n")
 		for _, x := range des {
-			fmt.Fprintf(b, "  ✗ dead_end item %d: %s (fails %s%s)%s\n", x.Item, x.Action, pct(x.Rate), itemReports(x), when(x.Condition))
+			fmt.Fprintf(b, "  ✗ dead_end item %d: %s (fails %s)%s\n", x.Item, x.Action, x.Label, when(x.Condition))
 		}
 	}
 	if len(ws) > 0 {
 		b.WriteString("  Try:\n")
 		for _, w := range ws {
-			fmt.Fprintf(b, "  ✓ workaround item %d: %s (works %s%s)%s\n    how: %s\n", w.Item, w.Action, pct(w.Rate), itemReports(w), when(w.Condition), w.Detail)
+			fmt.Fprintf(b, "  ✓ workaround item %d: %s (%s)%s\n    how: %s\n", w.Item, w.Action, worksLabel(w.Kind, w.Label), when(w.Condition), w.Detail)
 		}
 	}
-}
-
-func itemReports(x EntryItem) string {
-	if x.Reports == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; %d report(s), curated %s", x.Reports, pct(x.Curated))
 }
 
 func when(cond string) string {

@@ -259,11 +259,11 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 		text := call(t, cs, "report_outcome", args, &out)
 		want := ReportOut{Stored: !dup, Duplicate: dup, EntryID: "pytorch/cuda-out-of-memory", Kind: "workaround", Item: 1, Index: 0,
 			Action: "Enable expandable segments when 'reserved by PyTorch but unallocated' is large",
-			Rate:   6.0 / 11, Curated: 0.6, Reports: 1, Worked: 0, Failed: 1}
+			Rate:   6.0 / 11, Curated: 0.6, Basis: "estimate", Label: "≈55%, estimate + 1 report", Reports: 1, Worked: 0, Failed: 1}
 		if out != want {
 			t.Errorf("report %d: %+v, want %+v", i, out, want)
 		}
-		if !strings.Contains(text, "success rate now 55% from 1 report(s) (0 worked, 1 failed) and the curated 60%") {
+		if !strings.Contains(text, "success rate now ≈55%, estimate + 1 report (0 worked, 1 failed); the curated rate is ~60%, estimate.") {
 			t.Errorf("report %d: text %q", i, text)
 		}
 	}
@@ -284,10 +284,10 @@ func checkReport(t *testing.T, cs *mcp.ClientSession) {
 	if w := e.Workarounds[1]; w.Rate != 0.7 || w.Reports != 0 {
 		t.Errorf("workaround 1 %+v", w)
 	}
-	if !strings.Contains(text, "✓ workaround item 1: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works 55%; 1 report(s), curated 60%)") {
+	if !strings.Contains(text, "✓ workaround item 1: Enable expandable segments when 'reserved by PyTorch but unallocated' is large (works ≈55%, estimate + 1 report)") {
 		t.Errorf("get_entry text:\n%s", text)
 	}
-	before(t, text, "✗ dead_end item 1: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails 86%; 1 report(s), curated 85%)", "Try:")
+	before(t, text, "✗ dead_end item 1: Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch (fails ≈86%, estimate + 1 report)", "Try:")
 
 	// A diagnosis blends the report in too.
 	var d DiagnoseOut

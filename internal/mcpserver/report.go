@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpudx/gpudx/internal/service"
+	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/outcome"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,6 +34,8 @@ type ReportOut struct {
 	Action    string  `json:"action" jsonschema:"the item the report is about"`
 	Rate      float64 `json:"rate" jsonschema:"the item's new blended rate (success rate of a workaround, fail rate of a dead end), 0 to 1"`
 	Curated   float64 `json:"curated_rate"`
+	Basis     string  `json:"basis" jsonschema:"what the curated rate rests on: estimate, reports or reproduced; empty for a check"`
+	Label     string  `json:"label" jsonschema:"the new rate with its basis, e.g. ≈64%, estimate + 1 report; to find out for a check, which has no rate"`
 	Reports   int     `json:"reports" jsonschema:"reports now behind the rate"`
 	Worked    int     `json:"worked"`
 	Failed    int     `json:"failed"`
@@ -80,12 +83,21 @@ func (h *handlers) report(ctx context.Context, in ReportIn) (*ReportOut, string,
 	if err != nil {
 		return nil, "", err
 	}
-	r, action := rates.Workarounds[rep.Index], e.Workarounds[rep.Index].Action
+	var curated kb.Rate
+	r, action, check := rates.Workarounds[rep.Index], e.Workarounds[rep.Index].Action, false
 	if rep.Kind == outcome.DeadEnd {
-		r, action = rates.DeadEnds[rep.Index], e.DeadEnds[rep.Index].Action
+		r, action, curated = rates.DeadEnds[rep.Index], e.DeadEnds[rep.Index].Action, e.DeadEnds[rep.Index].Rate()
+	} else {
+		w := e.Workarounds[rep.Index]
+		curated, check = w.Rate(), w.IsCheck()
+	}
+	label := curated.WithReports(r.Blended, r.Reports).Label("en")
+	if check {
+		label = kb.CheckLabel("en")
 	}
 	out := &ReportOut{Stored: !dup, Duplicate: dup, EntryID: e.ID, Kind: string(rep.Kind), Item: rep.Index + 1, Index: rep.Index,
-		Action: action, Rate: r.Blended, Curated: r.Curated, Reports: r.Reports, Worked: r.Worked, Failed: r.Failed}
+		Action: action, Rate: r.Blended, Curated: r.Curated, Basis: string(curated.Basis), Label: label,
+		Reports: r.Reports, Worked: r.Worked, Failed: r.Failed}
 	what := "success rate"
 	if rep.Kind == outcome.DeadEnd {
 		what = "fail rate"
@@ -94,7 +106,11 @@ func (h *handlers) report(ctx context.Context, in ReportIn) (*ReportOut, string,
 	if dup {
 		head = "Already stored with this request_id; not counted again."
 	}
-	text := fmt.Sprintf("%s %s %s item %d (%s): %s now %s from %d report(s) (%d worked, %d failed) and the curated %s.\n",
-		head, e.ID, rep.Kind, rep.Index+1, action, what, pct(r.Blended), r.Reports, r.Worked, r.Failed, pct(r.Curated))
+	text := fmt.Sprintf("%s %s %s item %d (%s): %s now %s (%d worked, %d failed); the curated rate is %s.\n",
+		head, e.ID, rep.Kind, rep.Index+1, action, what, label, r.Worked, r.Failed, curated.Label("en"))
+	if check {
+		text = fmt.Sprintf("%s %s %s item %d (%s): a check (%s), which has no success rate; %d report(s) about it (%d worked, %d failed).\n",
+			head, e.ID, rep.Kind, rep.Index+1, action, label, r.Reports, r.Worked, r.Failed)
+	}
 	return out, text, nil
 }

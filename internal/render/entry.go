@@ -24,15 +24,20 @@ func EntryText(out io.Writer, e *kb.Entry, o Options) error {
 	fmt.Fprintf(&w.b, "\n  %s\n", p.bold(view.T(l, "what")))
 	w.prose(rc, "    ", "    ", plain)
 	dead, work := diagnose.Items(e)
-	var dv, wv []view.Item
+	var dv, cv, wv []view.Item
 	for _, x := range dead {
 		dv = append(dv, view.DeadEnd(x, l))
 	}
 	for _, x := range work {
-		wv = append(wv, view.Workaround(x, l))
+		if it := view.Workaround(x, l); it.Check {
+			cv = append(cv, it)
+		} else {
+			wv = append(wv, it)
+		}
 	}
 	w.deadEnds(dv, -1)
-	w.workarounds(wv, -1)
+	w.workarounds(view.T(l, "tofind"), cv, -1)
+	w.workarounds(view.T(l, "do"), wv, -1)
 	b := &w.b
 	if g := e.TransitionGraph; len(g.LeadsTo)+len(g.PrecededBy)+len(g.FrequentlyConfusedWith) > 0 {
 		b.WriteString("\n")

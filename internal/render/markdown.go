@@ -86,24 +86,13 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 				if x.Why != "" {
 					text += " — " + x.Why
 				}
-				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s%s)%s%s%s\n", x.N, mdEscape(text), x.Rate, x.Observed, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
+				fmt.Fprintf(&b, "- ✗ **%d.** %s (%s)%s%s%s\n", x.N, mdEscape(text), x.Rate, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
 			}
 			mdHidden(&b, hidden, l)
 			b.WriteString("\n")
 		}
-		if items, hidden := shownItems(d.Work, o.All); len(items)+hidden > 0 {
-			fmt.Fprintf(&b, "**%s**\n\n", view.T(l, "do"))
-			// Bullets with the numbers written out, as for the dead
-			// ends: the two lists are numbered the same way.
-			for _, x := range items {
-				fmt.Fprintf(&b, "- **%d.** %s (%s%s)%s%s%s\n", x.N, mdEscape(x.Text), x.Rate, x.Observed, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
-				if x.How != "" {
-					fmt.Fprintf(&b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
-				}
-			}
-			mdHidden(&b, hidden, l)
-			b.WriteString("\n")
-		}
+		mdWork(&b, view.T(l, "tofind"), d.Checks, o.All, l)
+		mdWork(&b, view.T(l, "do"), d.Work, o.All, l)
 		fmt.Fprintf(&b, "_%s_\n", d.Tier)
 		if o.Explain && len(d.Why) > 0 {
 			fmt.Fprintf(&b, "\n**%s:**\n", view.T(l, "whyhere"))
@@ -160,4 +149,27 @@ func mdHidden(b *strings.Builder, n int, l string) {
 	if n > 0 {
 		fmt.Fprintf(b, "\n_%s_\n", view.T(l, "hidden", n))
 	}
+}
+
+// mdWork writes a block of workarounds: the checks or the fixes. Bullets
+// with the numbers written out, as for the dead ends: the lists are
+// numbered the same way.
+func mdWork(b *strings.Builder, head string, all []view.Item, showAll bool, l string) {
+	items, hidden := shownItems(all, showAll)
+	if len(items)+hidden == 0 {
+		return
+	}
+	fmt.Fprintf(b, "**%s**\n\n", head)
+	for _, x := range items {
+		rate := ""
+		if x.Rate != "" {
+			rate = " (" + x.Rate + ")"
+		}
+		fmt.Fprintf(b, "- **%d.** %s%s%s%s%s\n", x.N, mdEscape(x.Text), rate, mdItemRef(x, l), mdSources(x.Sources), mdNotApply(x, l))
+		if x.How != "" {
+			fmt.Fprintf(b, "  ```\n%s\n  ```\n", indent(x.How, "  "))
+		}
+	}
+	mdHidden(b, hidden, l)
+	b.WriteString("\n")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpudx/gpudx/diagnose"
 	"github.com/gpudx/gpudx/facts"
+	"github.com/gpudx/gpudx/kb"
 )
 
 // report is a small report with one root cause and one error that follows
@@ -21,9 +22,9 @@ func report() *diagnose.Report {
 			RootCause: "A kernel read an unmapped address.", RootCauseZh: "某个 kernel 读取了未映射的地址。",
 			Evidence: []diagnose.Evidence{{Line: 40, Text: "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"}},
 			Facts:    map[string]facts.Fact{"rank": {Text: "1"}},
-			DeadEnds: []diagnose.DeadEnd{{Index: 1, Action: "Retry the step", WhyFails: "The context is lost.", FailRate: 0.95, Zh: "重试这一步：上下文已失效。",
+			DeadEnds: []diagnose.DeadEnd{{Index: 1, Action: "Retry the step", WhyFails: "The context is lost.", FailRate: 0.95, RateBasis: kb.BasisEstimate, Zh: "重试这一步：上下文已失效。",
 				Applicability: diagnose.Applicability{Applies: true}}},
-			Workarounds: []diagnose.Workaround{{Index: 0, Action: "Run with CUDA_LAUNCH_BLOCKING=1", How: "CUDA_LAUNCH_BLOCKING=1 python train.py", SuccessRate: 0.7,
+			Workarounds: []diagnose.Workaround{{Index: 0, Action: "Run with CUDA_LAUNCH_BLOCKING=1", How: "CUDA_LAUNCH_BLOCKING=1 python train.py", SuccessRate: 0.7, RateBasis: kb.BasisEstimate,
 				Condition: "env.torch >= '2.0'", Applicability: diagnose.Applicability{Applies: true, ConditionStatus: "unknown", Reason: "not known: env.torch"}}},
 			VerificationTier: "docs_verified", Confidence: 0.9,
 		}, {
@@ -46,9 +47,9 @@ func TestText(t *testing.T) {
 			"  Illegal memory access in a CUDA kernel",
 			"    40: [rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
 			"    read from it: rank=1",
-			"    ✗ 1. Retry the step (fails 95%) [item 2]",
+			"    ✗ 1. Retry the step (fails ~95%, estimate) [item 2]",
 			"         why: The context is lost.",
-			"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
+			"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works ~70%, estimate)",
 			"       │ CUDA_LAUNCH_BLOCKING=1 python train.py",
 			"       when: env.torch >= '2.0' — not known: env.torch",
 			"○ FOLLOWS FROM cuda/illegal-memory-access  nccl/watchdog-timeout  line 90  ranks 0",
@@ -58,7 +59,7 @@ func TestText(t *testing.T) {
 			"发现 2 个已知错误",
 			"● 根本原因  cuda/illegal-memory-access  第 40–41 行  ×2  rank 1",
 			"  CUDA kernel 非法内存访问",
-			"    ✗ 1. 重试这一步：上下文已失效。 (失败率 95%) [条目第 2 项]",
+			"    ✗ 1. 重试这一步：上下文已失效。 (失败率 约 95%，估计) [条目第 2 项]",
 			"       条件: env.torch >= '2.0' — 未知：env.torch",
 			"○ 由 cuda/illegal-memory-access 引起  nccl/watchdog-timeout  第 90 行  rank 0",
 		}},
@@ -83,14 +84,14 @@ func TestMarkdown(t *testing.T) {
 			"## gpudx diagnosis",
 			"### ROOT CAUSE: `cuda/illegal-memory-access`",
 			"**Illegal memory access in a CUDA kernel** — line 40–41  ×2  ranks 1",
-			"- ✗ **1.** Retry the step — The context is lost. (fails 95%) [item 2]",
-			"- **1.** Run with CUDA_LAUNCH_BLOCKING=1 (works 70%)",
+			"- ✗ **1.** Retry the step — The context is lost. (fails ~95%, estimate) [item 2]",
+			"- **1.** Run with CUDA_LAUNCH_BLOCKING=1 (works ~70%, estimate)",
 			"### FOLLOWS FROM `cuda/illegal-memory-access`: `nccl/watchdog-timeout`",
 		}},
 		{"zh", []string{
 			"## gpudx 诊断",
 			"### 根本原因: `cuda/illegal-memory-access`",
-			"- ✗ **1.** 重试这一步：上下文已失效。 (失败率 95%) [条目第 2 项]",
+			"- ✗ **1.** 重试这一步：上下文已失效。 (失败率 约 95%，估计) [条目第 2 项]",
 		}},
 	} {
 		var b bytes.Buffer
@@ -169,7 +170,7 @@ func TestWrap(t *testing.T) {
 func TestTextHidesItemsThatDoNotApply(t *testing.T) {
 	r := report()
 	r.Diagnoses[0].Workarounds = append(r.Diagnoses[0].Workarounds, diagnose.Workaround{Index: 1, Action: "Free the other process's memory",
-		SuccessRate: 0.7, Condition: "facts.other_processes > 0",
+		SuccessRate: 0.7, RateBasis: kb.BasisEstimate, Condition: "facts.other_processes > 0",
 		Applicability: diagnose.Applicability{ConditionStatus: "fails", Reason: "facts.other_processes = 0 B"}})
 	var b bytes.Buffer
 	Text(&b, r, Options{})
@@ -178,7 +179,25 @@ func TestTextHidesItemsThatDoNotApply(t *testing.T) {
 	}
 	b.Reset()
 	Text(&b, r, Options{All: true})
-	if !strings.Contains(b.String(), "    2. Free the other process's memory (works 70%) [does not apply here]\n") || strings.Contains(b.String(), "--all shows") {
+	if !strings.Contains(b.String(), "    2. Free the other process's memory (works ~70%, estimate) [does not apply here]\n") || strings.Contains(b.String(), "--all shows") {
 		t.Errorf("--all: item missing or still counted:\n%s", b.String())
 	}
+}
+
+// A diagnostic step is shown under "To find out", without a rate, and
+// numbered apart from the fixes.
+func TestTextChecks(t *testing.T) {
+	r := report()
+	r.Diagnoses[0].Workarounds = append([]diagnose.Workaround{{Index: 2, Action: "Run compute-sanitizer to find the faulting kernel",
+		How: "compute-sanitizer python train.py", Kind: kb.KindCheck, Applicability: diagnose.Applicability{Applies: true}}},
+		r.Diagnoses[0].Workarounds...)
+	var b bytes.Buffer
+	Text(&b, r, Options{})
+	inOrder(t, "checks", b.String(), []string{
+		"  To find out",
+		"    1. Run compute-sanitizer to find the faulting kernel [item 3]",
+		"       │ compute-sanitizer python train.py",
+		"  Do now",
+		"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works ~70%, estimate)",
+	})
 }

@@ -156,7 +156,8 @@ func (w *tw) full(d *view.Diagnosis) {
 		}
 	}
 	w.deadEnds(d.DeadEnds, 0)
-	w.workarounds(d.Work, 1)
+	w.workarounds(view.T(l, "tofind"), d.Checks, 1)
+	w.workarounds(view.T(l, "do"), d.Work, 1)
 	if len(d.LeadsTo) > 0 {
 		w.b.WriteString("\n")
 		w.prose(strings.Join(d.LeadsTo, ", "), "  "+view.T(l, "leads")+": ", "    ", plain)
@@ -227,17 +228,18 @@ func (w *tw) deadEnds(all []view.Item, maxSources int) {
 	w.hiddenNote(hidden)
 }
 
-// workarounds writes the "do now" block in the given order.
-func (w *tw) workarounds(all []view.Item, maxSources int) {
+// workarounds writes a block of workarounds in the given order under a
+// heading: the fixes ("do now") or the checks ("to find out").
+func (w *tw) workarounds(head string, all []view.Item, maxSources int) {
 	l, p := w.l, w.p
 	items, hidden := w.shown(all)
 	if len(items)+hidden == 0 {
 		return
 	}
-	fmt.Fprintf(&w.b, "\n  %s\n", p.green(view.T(l, "do")))
+	fmt.Fprintf(&w.b, "\n  %s\n", p.green(head))
 	for _, x := range items {
 		pre := fmt.Sprintf("    %d. ", x.N)
-		w.prose(x.Text+" "+rate(x, l, p)+w.itemRef(x), pre, strings.Repeat(" ", len(pre)), plain)
+		w.prose(strings.TrimRight(x.Text+" "+rate(x, l, p), " ")+w.itemRef(x), pre, strings.Repeat(" ", len(pre)), plain)
 		if x.How != "" {
 			w.verbatim("       │ ", x.How, plain)
 		}
@@ -247,11 +249,14 @@ func (w *tw) workarounds(all []view.Item, maxSources int) {
 }
 
 func rate(x view.Item, l string, p painter) string {
-	s := p.dim("(" + x.Rate + x.Observed + ")")
+	var s string
+	if x.Rate != "" {
+		s = p.dim("(" + x.Rate + ")")
+	}
 	if !x.Applies {
 		s += " " + p.dim("["+view.T(l, "notapply")+"]")
 	}
-	return s
+	return strings.TrimLeft(s, " ")
 }
 
 // itemTail writes an item's condition and sources.

@@ -56,7 +56,8 @@ type Diagnosis struct {
 	Notes     []string // version notes
 	Versions  []kb.Version
 	DeadEnds  []Item
-	Work      []Item
+	Checks    []Item // diagnostic steps: to find out, not fixes
+	Work      []Item // fixes: what to do now
 	LeadsTo   []string
 	Subsumes  []string
 	Why       []string // why it is ranked where it is
@@ -82,8 +83,8 @@ type Item struct {
 	Text         string
 	Why          string // why a dead end fails; "" where Text already says it
 	How          string
-	Rate         string // "fails 85%", "works 60%"
-	Observed     string // the blended rate, briefly: " → 55% with 3 reports"
+	Rate         string // "fails ~85%, estimate", "works ≈65%, estimate + 3 reports"; "" for a check
+	Check        bool   // a diagnostic step, to find out, with no rate
 	ObservedLong string // the blended rate with its counts, "" with no store
 	Cond         string // the condition as written
 	CondState    string // how it came out here, in words
@@ -164,10 +165,15 @@ func diagnosis(d *diagnose.Diagnosis, n int, l string) Diagnosis {
 		it.N = i + 1
 		v.DeadEnds = append(v.DeadEnds, it)
 	}
-	for i, x := range d.Workarounds {
+	for _, x := range d.Workarounds {
 		it := Workaround(x, l)
-		it.N = i + 1
-		v.Work = append(v.Work, it)
+		if it.Check {
+			it.N = len(v.Checks) + 1
+			v.Checks = append(v.Checks, it)
+		} else {
+			it.N = len(v.Work) + 1
+			v.Work = append(v.Work, it)
+		}
 	}
 	return v
 }
@@ -175,21 +181,25 @@ func diagnosis(d *diagnose.Diagnosis, n int, l string) Diagnosis {
 // DeadEnd resolves one dead end.
 func DeadEnd(x diagnose.DeadEnd, l string) Item {
 	it := Item{N: x.Index + 1, Index: x.Index, Text: x.Action, Why: x.WhyFails,
-		Rate: T(l, "fails", Pct(x.FailRate)), Applies: x.Applies, Status: x.ConditionStatus, Reason: x.Reason, Sources: x.Sources}
+		Rate: T(l, "fails", x.RateLabel(l)), Applies: x.Applies, Status: x.ConditionStatus, Reason: x.Reason, Sources: x.Sources}
 	if l == "zh" && x.Zh != "" {
 		it.Text, it.Why = x.Zh, "" // the Chinese text says why in the same sentence
 	}
 	it.Cond, it.CondState = Condition(x.Condition, x.Applicability, l)
-	it.Observed, it.ObservedLong = observed(x.Observed, l)
+	it.ObservedLong = observed(x.Observed, l)
 	return it
 }
 
 // Workaround resolves one workaround.
 func Workaround(x diagnose.Workaround, l string) Item {
 	it := Item{N: x.Index + 1, Index: x.Index, Text: Pick(l, x.Action, x.Zh), How: x.How,
-		Rate: T(l, "works", Pct(x.SuccessRate)), Applies: x.Applies, Status: x.ConditionStatus, Reason: x.Reason, Sources: x.Sources}
+		Rate: T(l, "works", x.RateLabel(l)), Check: x.IsCheck(), Applies: x.Applies, Status: x.ConditionStatus, Reason: x.Reason, Sources: x.Sources}
+	if it.Check {
+		it.Rate = ""
+	} else {
+		it.ObservedLong = observed(x.Observed, l)
+	}
 	it.Cond, it.CondState = Condition(x.Condition, x.Applicability, l)
-	it.Observed, it.ObservedLong = observed(x.Observed, l)
 	return it
 }
 
@@ -219,19 +229,13 @@ func lineSpan(d *diagnose.Diagnosis) string {
 	return strconv.Itoa(d.FirstLine)
 }
 
-// observed says a blended rate briefly and with its counts; both "" when
-// no outcome store is in use (r is nil).
-func observed(r *outcome.Rate, l string) (brief, long string) {
+// observed says a blended rate with its counts; "" when no outcome store
+// is in use (r is nil).
+func observed(r *outcome.Rate, l string) string {
 	if r == nil {
-		return "", ""
+		return ""
 	}
-	switch {
-	case r.Reports == 1:
-		brief = T(l, "obs_brief1", Pct(r.Blended))
-	case r.Reports > 1:
-		brief = T(l, "obs_brief", Pct(r.Blended), r.Reports)
-	}
-	return brief, ObservedText(*r, l)
+	return ObservedText(*r, l)
 }
 
 // ObservedText says a blended rate, the reports behind it and the weight

@@ -99,7 +99,7 @@ func TestBuild(t *testing.T) {
 			Signature: "sig", SignatureZh: "签名", RootCause: "rc", RootCauseZh: "根因",
 			Facts:    map[string]facts.Fact{"requested": {Text: "4.00 GiB"}, "gpu": {Text: "2"}},
 			Operator: &kb.Operator{Severity: "critical", Fault: "hardware", Drain: "yes", Action: "RESET_GPU", Next: "reset", NextZh: "重置"},
-			DeadEnds: []diagnose.DeadEnd{{Index: 3, Action: "a", WhyFails: "w", FailRate: 0.9, Zh: "甲",
+			DeadEnds: []diagnose.DeadEnd{{Index: 3, Action: "a", WhyFails: "w", FailRate: 0.9, RateBasis: kb.BasisEstimate, Zh: "甲",
 				Applicability: diagnose.Applicability{Applies: true},
 				Observed:      &outcome.Rate{Blended: 0.55, Reports: 3, Worked: 1, Failed: 2, Curated: 0.9, PriorWeight: 10}}},
 			Workarounds: []diagnose.Workaround{{Index: 0, Action: "b", How: "h", SuccessRate: 0.6, Applicability: diagnose.Applicability{Applies: true}}},
@@ -120,7 +120,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("operator %q %q", d.Operator, d.OpNext)
 	}
 	x := d.DeadEnds[0]
-	if x.N != 1 || x.Index != 3 || x.Rate != "fails 90%" || x.Observed != " → 55% with 3 reports" ||
+	if x.N != 1 || x.Index != 3 || x.Rate != "fails ≈55%, estimate + 3 reports" ||
 		x.ObservedLong != "55% with 3 reports: 1 worked, 2 failed (the curated 90% counts as 10 reports)" {
 		t.Errorf("dead end %+v", x)
 	}

@@ -174,14 +174,14 @@ func checkRootCard(t *testing.T, c *html.Node) {
 		}
 		return out
 	}
-	if got, want := items("dead"), []string{"1 fails 85%", "2 fails 90% [item 4]", "3 fails 98% does not apply here", "4 fails 80% [item 2] does not apply here"}; !slices.Equal(got, want) {
+	if got, want := items("dead"), []string{"1 fails ~85%, estimate", "2 fails ~90%, estimate [item 4]", "3 fails ~98%, estimate does not apply here", "4 fails ~80%, estimate [item 2] does not apply here"}; !slices.Equal(got, want) {
 		t.Errorf("dead ends\n got %q\nwant %q", got, want)
 	}
-	if got, want := items("do"), []string{"1 works 60%", "2 works 75% [item 3]", "3 works 35% [item 4]", "4 works 70% [item 2] does not apply here"}; !slices.Equal(got, want) {
+	if got, want := items("do"), []string{"1 works ~60%, estimate", "2 works ~75%, estimate [item 3]", "3 works ~35%, estimate [item 4]", "4 works ~70%, estimate [item 2] does not apply here"}; !slices.Equal(got, want) {
 		t.Errorf("workarounds\n got %q\nwant %q", got, want)
 	}
 	dead := all(one(t, c, "section.dead"), "li.item")
-	if got := text(one(t, dead[0], "p.action")); got != "Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch fails 85%" {
+	if got := text(one(t, dead[0], "p.action")); got != "Call torch.cuda.empty_cache() in the except handler (or before the failing line) and retry the same batch fails ~85%, estimate" {
 		t.Errorf("dead end 1 %q", got)
 	}
 	if got := text(one(t, dead[2], "p.cond")); got != "When: facts.requested > facts.total_capacity — does not hold here (facts.requested = 4.00 GiB, facts.total_capacity = 79.15 GiB)" {

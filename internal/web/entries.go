@@ -179,7 +179,7 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 	meta("e_rctype", e.RootCauseType)
 	meta("e_tier", e.VerificationTier)
 	meta("e_conf", fmtFloat(e.Confidence))
-	meta("e_fix", tr(l, "works", view.Pct(e.FixSuccessRate)))
+	meta("e_fix", tr(l, "works", e.FixRate().Label(l)))
 	meta("e_resolv", e.Resolvable)
 	if e.EvidenceCount > 0 {
 		meta("e_evidence", view.Group(int64(e.EvidenceCount)))
@@ -191,7 +191,7 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 
 	dead, work := diagnose.Items(e)
 	for i, x := range dead {
-		it := entryItem{item: item{N: i + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", view.Pct(x.FailRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
+		it := entryItem{item: item{N: i + 1, Text: x.Action, Why: x.WhyFails, Rate: tr(l, "fails", x.RateLabel(l)), Cond: x.Condition, Sources: sources(x.Sources)}}
 		if l == "zh" && x.Zh != "" {
 			it.Text, it.Why = x.Zh, ""
 		}
@@ -201,8 +201,8 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 		b.DeadEnds = append(b.DeadEnds, it)
 	}
 	for i, x := range work {
-		it := entryItem{item: item{N: i + 1, Text: view.Pick(l, x.Action, x.Zh), How: x.How, Rate: tr(l, "works", view.Pct(x.SuccessRate)), Cond: x.Condition, Sources: sources(x.Sources)}}
-		if i < len(rates.Workarounds) {
+		it := entryItem{item: item{N: i + 1, Text: view.Pick(l, x.Action, x.Zh), How: x.How, Rate: workRate(x, l), Cond: x.Condition, Sources: sources(x.Sources)}}
+		if i < len(rates.Workarounds) && !x.IsCheck() {
 			it.Observed = view.ObservedText(rates.Workarounds[i], l)
 		}
 		b.Work = append(b.Work, it)

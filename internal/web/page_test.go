@@ -38,7 +38,7 @@ func TestChinese(t *testing.T) {
 		t.Errorf("signature is not signature_zh: %q", got)
 	}
 	dead := all(byID(t, r.doc, "dead-h").Parent, "li.item")
-	if got, want := text(one(t, dead[0], "p.action")), e.DeadEndsZh[0]+" 失败率 85%"; got != want {
+	if got, want := text(one(t, dead[0], "p.action")), e.DeadEndsZh[0]+" 失败率 约 85%，估计"; got != want {
 		t.Errorf("dead end 1\n got %q\nwant %q", got, want)
 	}
 	if got := texts(all(one(t, r.doc, "nav.menu"), "a")); !slices.Equal(got, []string{"诊断日志", "显存快照", "知识库"}) {

@@ -42,6 +42,7 @@ type card struct {
 	Notes     []string // version notes
 	Versions  []versionRow
 	DeadEnds  []item
+	Checks    []item // diagnostic steps: to find out
 	Work      []item
 	LeadsTo   []idLink
 	Subsumes  []idLink
@@ -178,6 +179,9 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 		for _, x := range d.DeadEnds {
 			c.DeadEnds = append(c.DeadEnds, fromView(x))
 		}
+		for _, x := range d.Checks {
+			c.Checks = append(c.Checks, fromView(x))
+		}
 		for _, x := range d.Work {
 			c.Work = append(c.Work, fromView(x))
 		}
@@ -231,4 +235,13 @@ func versionRows(vs []kb.Version) []versionRow {
 		out = append(out, versionRow{v.Version, s(v.Introduced), s(v.Deprecated), s(v.Removed), s(v.BehaviorChange), v.Status})
 	}
 	return out
+}
+
+// workRate is a workaround's rate with its basis ("works ~70%, estimate"),
+// or "to find out" for a check, which has none.
+func workRate(x diagnose.Workaround, l string) string {
+	if x.IsCheck() {
+		return x.RateLabel(l)
+	}
+	return tr(l, "works", x.RateLabel(l))
 }
