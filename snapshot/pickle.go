@@ -50,7 +50,7 @@ const (
 // Options.MaxMemory. A long snapshot holds about half its size (0.54 for
 // bench/mem's); small ones of frame dicts and segments up to 3.8 times
 // theirs. The hostile shapes this stops (a list appended through a memo
-// reference, lists nested through the memo) hold 8 to 16 bytes per byte.
+// reference, lists nested through the memo) hold 7 to 16 bytes per byte.
 const (
 	memFloor = 32 << 20
 	memRatio = 4
@@ -62,7 +62,7 @@ const (
 // Options bound what Read may hold while it decodes.
 type Options struct {
 	// MaxMemory caps the bytes that decoding may hold, whatever the input's
-	// size: 0 means DefaultMaxMemory. Below it, the budget is 64 MiB plus
+	// size: 0 means DefaultMaxMemory. Below it, the budget is 32 MiB plus
 	// 4 bytes per byte read so far (decompressed), so a small file cannot
 	// claim much memory.
 	MaxMemory int64

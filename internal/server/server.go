@@ -217,8 +217,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if limited {
-		slots, what := s.slots, "requests"
-		if !preRead(r) {
+		slots, what, whole := s.slots, "requests", preRead(r)
+		if !whole {
 			slots, what = s.uploads, "uploads"
 		}
 		select {
@@ -227,8 +227,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			m.rejected.Inc()
 			rec.Header().Set("Retry-After", "1")
-			if r.Body != nil {
-				rec.Header().Set("Connection", "close") // the body is not read
+			if !whole {
+				rec.Header().Set("Connection", "close") // the rest of the body is not read
 			}
 			writeError(rec, http.StatusServiceUnavailable, "the server is busy (%d %s running); retry in a second", cap(slots), what)
 			return
