@@ -213,6 +213,7 @@ type Collector struct {
 	rank               int
 	when               stamp
 	whenRead           bool // when is read from the line (see needWhen)
+	plain              bool // take none of the shortcuts for repeats (the tests' reference)
 
 	pending     []scan.Hit // hits of the current line
 	pendingSpec []int      // their specificity, while flush resolves them
@@ -347,11 +348,11 @@ func (c *Collector) Add(h scan.Hit) {
 		// Without Line (plain Scan) only the file's rank is known.
 		c.rank, c.when, c.whenRead = c.ranks.fileRank, stamp{}, true
 		if c.curN == h.Line && c.cur != nil {
-			c.rank, c.whenRead = c.ranks.rankOf(c.cur), false
+			c.rank, c.whenRead = c.ranks.rankOf(c.cur, c.plain), false
 		}
 		c.infoAt = k
 	}
-	if !c.whenRead && c.needWhen(h.Entry) {
+	if !c.whenRead && (c.plain || c.needWhen(h.Entry)) {
 		c.when, c.whenRead = parseStamp(c.cur), true
 	}
 	c.pkey = k

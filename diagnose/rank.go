@@ -198,9 +198,10 @@ func (t *rankTracker) line(text []byte) {
 }
 
 // rankOf returns the rank of a line: its prefix, else the rank of the
-// NCCL process printing it, else the file's rank; -1 when unknown.
-func (t *rankTracker) rankOf(text []byte) int {
-	if r, ok := torchrunRank(text); ok {
+// NCCL process printing it, else the file's rank; -1 when unknown. plain
+// reads the prefix with the regex alone.
+func (t *rankTracker) rankOf(text []byte, plain bool) int {
+	if r, ok := torchrunRank(text); ok && !plain {
 		return r
 	}
 	if r, ok := ParseRank(text); ok {
