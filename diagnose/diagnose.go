@@ -169,6 +169,33 @@ func (a key) less(b key) bool {
 	return a.line < b.line
 }
 
+// What a repeat costs. A failing job prints the same line thousands or
+// millions of times (every rank, every retry, every step), so the report
+// is built to need little of each occurrence of an entry:
+//
+//   - of every occurrence: that it counts (Count; per input, Files), its
+//     line (LastLine, LastFile), its rank (Ranks, up to maxRanks), and
+//     whether a more specific entry took its line (Subsumes);
+//   - of the first: its input, line and timestamp (the order of the
+//     report), its captures (Facts) and its whole line with the
+//     allocator summary before it (Memory, the out-of-memory arithmetic);
+//   - of the first MaxEvidence-1 and the last: the evidence text;
+//   - of the first on each rank: its position and timestamp (which rank
+//     failed first, RankSummary).
+//
+// So the figures of a later occurrence change no conclusion: a repeat
+// naming another GPU or requesting another size adds to the count, and
+// the facts and arithmetic stay those of the first occurrence, the one
+// printed first; another rank is read from every occurrence. The work per
+// repeat is therefore: the scan answers its regex from the line's shape
+// (package scan, repeat.go); a line the Gate does not select comes with
+// HitsLine and is not read for the environment, ranks or the allocator;
+// the rank is read from torchrun's prefix without a regex; the timestamp
+// only where a first sighting may keep it (needWhen); the evidence text
+// is only kept as the latest. What is left is the Hit the scan builds
+// (its text and captures), a few map lookups, and on a line where entries
+// compete, their specificity (hitSpecificity).
+
 type group struct {
 	d        *Diagnosis
 	last     Evidence // the latest hit past the first MaxEvidence-1
