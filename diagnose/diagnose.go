@@ -17,6 +17,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -192,9 +193,10 @@ func (a key) less(b key) bool {
 // HitsLine and is not read for the environment, ranks or the allocator;
 // the rank is read from torchrun's prefix without a regex; the timestamp
 // only where a first sighting may keep it (needWhen); the evidence text
-// is only kept as the latest. What is left is the Hit the scan builds
-// (its text and captures), a few map lookups, and on a line where entries
-// compete, their specificity (hitSpecificity).
+// is only kept as the latest, and the scan leaves out the captures of an
+// entry whose first hit was noted (Settled). What is left is the Hit's
+// evidence text, a few map lookups, and on a line where entries compete,
+// their specificity (hitSpecificity).
 
 type group struct {
 	d        *Diagnosis
@@ -239,8 +241,9 @@ type Collector struct {
 	fulls              map[int]string
 	rank               int
 	when               stamp
-	whenRead           bool // when is read from the line (see needWhen)
-	plain              bool // take none of the shortcuts for repeats (the tests' reference)
+	whenRead           bool          // when is read from the line (see needWhen)
+	plain              bool          // take none of the shortcuts for repeats (the tests' reference)
+	settled            []atomic.Bool // per entry: it has a group, and its facts
 
 	pending     []scan.Hit // hits of the current line
 	pendingSpec []int      // their specificity, while flush resolves them
@@ -293,6 +296,7 @@ func NewCollector(entries []*kb.Entry) *Collector {
 	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{},
 		det: env.NewDetector(), ranks: newRankTracker(), fulls: map[int]string{}}
 	c.spec = make([]*regexSpec, len(entries))
+	c.settled = make([]atomic.Bool, len(entries))
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
 		c.spec[i] = specOf(e.Regex)
@@ -349,6 +353,13 @@ func (c *Collector) HitsLine(n int, text []byte) bool {
 	}
 	c.cur, c.curN = text, n
 	return false
+}
+
+// Settled reports that the collector has the facts of entry e, those of
+// its first hit (scan.HitsVisitor): the scan may leave the captures of
+// later hits out. Safe for concurrent use.
+func (c *Collector) Settled(e int) bool {
+	return !c.plain && e >= 0 && e < len(c.settled) && c.settled[e].Load()
 }
 
 // Hit records one hit of the current file (scan.Visitor).
@@ -490,6 +501,7 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 		}
 		g = &group{d: d, ranks: map[int]rankHit{}, full: c.fulls[h.Entry]}
 		c.groups[h.Entry] = g
+		c.settled[h.Entry].Store(true)
 	}
 	g.d.Count++
 	g.d.LastLine = h.Line
