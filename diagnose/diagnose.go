@@ -17,6 +17,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/env"
@@ -185,6 +186,34 @@ func (a key) less(b key) bool {
 	return a.line < b.line
 }
 
+// What a repeat costs. A failing job prints the same line thousands or
+// millions of times (every rank, every retry, every step), so the report
+// is built to need little of each occurrence of an entry:
+//
+//   - of every occurrence: that it counts (Count; per input, Files), its
+//     line (LastLine, LastFile), its rank (Ranks, up to maxRanks), and
+//     whether a more specific entry took its line (Subsumes);
+//   - of the first: its input, line and timestamp (the order of the
+//     report), its captures (Facts) and its whole line with the
+//     allocator summary before it (Memory, the out-of-memory arithmetic);
+//   - of the first MaxEvidence-1 and the last: the evidence text;
+//   - of the first on each rank: its position and timestamp (which rank
+//     failed first, RankSummary).
+//
+// So the figures of a later occurrence change no conclusion: a repeat
+// naming another GPU or requesting another size adds to the count, and
+// the facts and arithmetic stay those of the first occurrence, the one
+// printed first; another rank is read from every occurrence. The work per
+// repeat is therefore: the scan answers its regex from the line's shape
+// (package scan, repeat.go); a line the Gate does not select comes with
+// HitsLine and is not read for the environment, ranks or the allocator;
+// the rank is read from torchrun's prefix without a regex; the timestamp
+// only where a first sighting may keep it (needWhen); the evidence text
+// is only kept as the latest, and the scan leaves out the captures of an
+// entry whose first hit was noted (Settled). What is left is the Hit's
+// evidence text, a few map lookups, and on a line where entries compete,
+// their specificity (hitSpecificity).
+
 type group struct {
 	d        *Diagnosis
 	last     Evidence // the latest hit past the first MaxEvidence-1
@@ -228,7 +257,9 @@ type Collector struct {
 	fulls              map[int]string
 	rank               int
 	when               stamp
-	whenRead           bool // when is read from the line (see needWhen)
+	whenRead           bool          // when is read from the line (see needWhen)
+	plain              bool          // take none of the shortcuts for repeats (the tests' reference)
+	settled            []atomic.Bool // per entry: it has a group, and its facts
 
 	pending     []scan.Hit // hits of the current line
 	pendingSpec []int      // their specificity, while flush resolves them
@@ -281,6 +312,7 @@ func NewCollector(entries []*kb.Entry) *Collector {
 	c := &Collector{entries: entries, groups: map[int]*group{}, subsumed: map[int]map[int]bool{},
 		det: env.NewDetector(), ranks: newRankTracker(), fulls: map[int]string{}}
 	c.spec = make([]*regexSpec, len(entries))
+	c.settled = make([]atomic.Bool, len(entries))
 	c.memory = make([]bool, len(entries))
 	for i, e := range entries {
 		c.spec[i] = specOf(e.Regex)
@@ -339,6 +371,13 @@ func (c *Collector) HitsLine(n int, text []byte) bool {
 	return false
 }
 
+// Settled reports that the collector has the facts of entry e, those of
+// its first hit (scan.HitsVisitor): the scan may leave the captures of
+// later hits out. Safe for concurrent use.
+func (c *Collector) Settled(e int) bool {
+	return !c.plain && e >= 0 && e < len(c.settled) && c.settled[e].Load()
+}
+
 // Hit records one hit of the current file (scan.Visitor).
 func (c *Collector) Hit(h scan.Hit) { c.Add(h) }
 
@@ -363,11 +402,11 @@ func (c *Collector) Add(h scan.Hit) {
 		// Without Line (plain Scan) only the file's rank is known.
 		c.rank, c.when, c.whenRead = c.ranks.fileRank, stamp{}, true
 		if c.curN == h.Line && c.cur != nil {
-			c.rank, c.whenRead = c.ranks.rankOf(c.cur), false
+			c.rank, c.whenRead = c.ranks.rankOf(c.cur, c.plain), false
 		}
 		c.infoAt = k
 	}
-	if !c.whenRead && c.needWhen(h.Entry) {
+	if !c.whenRead && (c.plain || c.needWhen(h.Entry)) {
 		c.when, c.whenRead = parseStamp(c.cur), true
 	}
 	c.pkey = k
@@ -478,6 +517,7 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 		}
 		g = &group{d: d, ranks: map[int]rankHit{}, full: c.fulls[h.Entry]}
 		c.groups[h.Entry] = g
+		c.settled[h.Entry].Store(true)
 	}
 	g.d.Count++
 	g.d.LastLine = h.Line

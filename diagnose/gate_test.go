@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/gpudx/gpudx/internal/sharedtest"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,14 @@ func TestGateLosesNothing(t *testing.T) {
 	logs["late-rank"] = []byte("RuntimeError: CUDA error: an illegal memory access was encountered\n" +
 		"Root Cause (first observed failure):\n[0]:\n" + strings.Repeat("  note      : x\n", 9) +
 		"  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 139831)\n")
+	// Repeats of every entry's examples with their figures changed, from
+	// several ranks (most of its lines with hits reach the collector with
+	// HitsLine).
+	var examples []string
+	for _, e := range es {
+		examples = append(examples, e.Examples.Match...)
+	}
+	logs["repeats"] = repeatsInput(rand.New(rand.NewSource(5)), examples, 2, 100)
 	if len(logs) < want {
 		t.Fatalf("only %d logs found", len(logs))
 	}

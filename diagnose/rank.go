@@ -257,7 +257,7 @@ func (t *rankTracker) collective(text []byte) {
 		}
 		return
 	}
-	r := t.rankOf(text)
+	r := t.rankOf(text, false)
 	if r < 0 {
 		return
 	}
@@ -358,9 +358,10 @@ func setOnce(m map[string]map[int]int64, pg string, r int, v int64) bool {
 }
 
 // rankOf returns the rank of a line: its prefix, else the rank of the
-// NCCL process printing it, else the file's rank; -1 when unknown.
-func (t *rankTracker) rankOf(text []byte) int {
-	if r, ok := torchrunRank(text); ok {
+// NCCL process printing it, else the file's rank; -1 when unknown. plain
+// reads the prefix with the regex alone.
+func (t *rankTracker) rankOf(text []byte, plain bool) int {
+	if r, ok := torchrunRank(text); ok && !plain {
 		return r
 	}
 	if r, ok := ParseRank(text); ok {

@@ -34,14 +34,20 @@ type Visitor interface {
 	Hit(h Hit)
 }
 
-// A HitsVisitor is a Visitor that needs less of a line that only its hits
-// bring: HitsLine replaces Line for a line that the Gate does not select
-// (no gate literal, Start false, not All) and that does not follow a Line
-// that returned true. A log that repeats a known line a million times is
-// read at the cost of its hits, not of reading each line in full again.
+// A HitsVisitor is a Visitor that needs less of repeated hits, so that a
+// log that repeats a known line a million times is read at the cost of
+// counting its hits, not of reading each line in full again.
 type HitsVisitor interface {
 	Visitor
+	// HitsLine replaces Line for a line that the Gate does not select (no
+	// gate literal, Start false, not All) and that does not follow a Line
+	// that returned true: a line that only its hits bring.
 	HitsLine(n int, text []byte) (next bool)
+	// Settled reports that the visitor keeps nothing more of the captures
+	// of entry's hits: later hits of it may come without Captures. It is
+	// called from the scan's workers while the visitor is shown earlier
+	// lines, so it must be safe for concurrent use, and once true stay so.
+	Settled(entry int) bool
 }
 
 // A MultiVisitor is a Visitor told where each input begins and ends.
@@ -179,6 +185,7 @@ type singleHits struct {
 }
 
 func (s singleHits) HitsLine(n int, text []byte) bool { return s.hv.HitsLine(n, text) }
+func (s singleHits) Settled(entry int) bool           { return s.hv.Settled(entry) }
 
 type single struct {
 	Visitor
@@ -276,19 +283,20 @@ func (p *Plan) VisitAll(inputs []Input, v MultiVisitor) {
 			order <- item{kind: itemEnd, input: i, bytes: n, last: last, err: err}
 		}
 	}()
+	hv, _ := v.(HitsVisitor)
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := p.newWorker()
+			w.hv = hv
 			for it := range work {
 				it.done <- w.run(it.c)
 			}
 		}()
 	}
-	m := merger{p: p, v: v}
-	m.hv, _ = v.(HitsVisitor)
+	m := merger{p: p, v: v, hv: hv}
 	newlines := 0
 	for it := range order {
 		switch it.kind {
@@ -418,6 +426,7 @@ type worker struct {
 	gen   uint32
 	ents  []int32
 
+	hv        HitsVisitor       // the visitor, where it is one
 	memo      map[string]*shape // line shapes seen, see repeat.go
 	memoBytes int
 	key       []byte
@@ -523,6 +532,9 @@ func (w *worker) line(res *result, buf []byte, seg segment, lits []uint64, searc
 		h.Offset = int64(seg.from + at)
 		h.Text = evidence(text, loc[0], loc[1])
 		names := p.s.names[i]
+		if len(names) > 1 && w.hv != nil && w.hv.Settled(i) {
+			names = nil
+		}
 		for g := 1; g < len(names); g++ {
 			if names[g] != "" && loc[2*g] >= 0 {
 				if h.Captures == nil {

@@ -8,9 +8,11 @@
 // a few instructions each; entries without such a literal run on every
 // line (Scanner.Unfiltered). Chunks of whole lines are scanned on all
 // cores at once (up to MaxWorkers, which bounds memory) and what they hold
-// is reported in input order (Plan). The hits
-// are exactly those of trying every regex on every line, which the tests
-// check.
+// is reported in input order (Plan). A line that repeats an earlier one
+// with other figures (timestamps, ranks, counters) is answered from what
+// the worker remembers of its shape, without running the regexes again
+// (repeat.go). The hits are exactly those of trying every regex on every
+// line, which the tests check.
 //
 // A line is the text before '\n', without a trailing '\r'. Lines longer than
 // MaxLine are cut into MaxLine pieces, counted from the line's start, that

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand"
+	"strings"
 )
 
 // Interleave writes Write's training log (planted, every and seed as
@@ -127,4 +129,36 @@ func NCCLTimeout(i, ranks int) string {
 		r, glog('E', i), r, seq, 1<<20, 1<<20, 600000+mix(i, 5)%100,
 		r, glog('E', i+1), r, seq, seq, seq-1,
 		r)
+}
+
+// Vary returns line with its figures changed as a log that repeats it
+// changes them: each run of digits kept, replaced by as many other digits
+// (the same shape), or made one digit longer.
+func Vary(rng *rand.Rand, line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		if line[i] < '0' || line[i] > '9' {
+			b.WriteByte(line[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(line) && line[j] >= '0' && line[j] <= '9' {
+			j++
+		}
+		switch k := rng.Intn(4); k {
+		case 0:
+			b.WriteString(line[i:j])
+		default:
+			n := j - i
+			if k == 3 {
+				n++
+			}
+			for range n {
+				b.WriteByte(byte('0' + rng.Intn(10)))
+			}
+		}
+		i = j
+	}
+	return b.String()
 }
