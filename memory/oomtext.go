@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gpudx/gpudx/facts"
 	"github.com/gpudx/gpudx/snapshot"
@@ -261,13 +262,17 @@ func stepTexts(o *OOM, st *snapshot.Settings) {
 			s.Text = fmt.Sprintf("Garbage collection (garbage_collection_threshold %s) runs only when a per-process memory fraction is set, which the snapshot does not record; it frees old entirely free large segments, which the release step frees anyway.", th)
 			s.TextZH = fmt.Sprintf("垃圾回收（garbage_collection_threshold %s）只在设置了进程显存比例时运行，快照不记录该比例；它释放较早的完全空闲的大段，释放步骤也会释放这些段。", th)
 		case StepNewSegment:
+			if o.DeviceFreeSource == FreeFromCapacity {
+				have = "at most " + have
+			}
+			haveZh := strings.Replace(have, "at most ", "至多 ", 1)
 			switch s.Outcome {
 			case OutcomeSucceeds:
 				s.Text = fmt.Sprintf("A %s of %s fits in the device's free memory: %s%s.", seg, need, have, src)
-				s.TextZH = fmt.Sprintf("%s 的%s放得进设备的空闲显存：%s%s。", need, segZh, have, srcZh)
+				s.TextZH = fmt.Sprintf("%s 的%s放得进设备的空闲显存：%s%s。", need, segZh, haveZh, srcZh)
 			case OutcomeFails:
 				s.Text = fmt.Sprintf("A %s of %s does not fit: the device has %s free%s.", seg, need, have, src)
-				s.TextZH = fmt.Sprintf("%s 的%s放不下：设备只有 %s 空闲%s。", need, segZh, have, srcZh)
+				s.TextZH = fmt.Sprintf("%s 的%s放不下：设备只有 %s 空闲%s。", need, segZh, haveZh, srcZh)
 			default:
 				s.Text = fmt.Sprintf("A %s of %s needs that much free device memory, which is not known: pass --capacity, or read torch.cuda.mem_get_info() in the job.", seg, need)
 				s.TextZH = fmt.Sprintf("%s 的%s需要同样多的设备空闲显存，而它未知：请传入 --capacity，或在作业内读取 torch.cuda.mem_get_info()。", need, segZh)
