@@ -98,9 +98,9 @@ func repeatsInput(rng *rand.Rand, lines []string, repeats, n int) []byte {
 // first and last lines, files, ranks, evidence, facts, memory figures and
 // the rank summary, for one input and for several (per-rank files).
 func TestRepeatsMatchPlain(t *testing.T) {
-	es, errs := kb.LoadFS(knowledge.FS, ".", "knowledge/")
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	es, err := kb.LoadFS(knowledge.FS, ".", "knowledge/")
+	if err != nil {
+		t.Fatal(err)
 	}
 	s, _ := scan.New(es)
 	// The entries' own examples, and a few with every entry's first
