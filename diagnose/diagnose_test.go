@@ -209,8 +209,8 @@ func TestSpecificity(t *testing.T) {
 		{`(?<!`, 0},
 	}
 	for _, tt := range tests {
-		if got := Specificity(tt.re); got != tt.want {
-			t.Errorf("Specificity(%q) = %d, want %d", tt.re, got, tt.want)
+		if got := specificity(tt.re); got != tt.want {
+			t.Errorf("specificity(%q) = %d, want %d", tt.re, got, tt.want)
 		}
 	}
 }
@@ -266,7 +266,7 @@ func TestGenericYieldsToSpecific(t *testing.T) {
 		{id: "cuda/system-not-ready", kind: "environment", regex: `Error 802: system not yet initialized`},
 	}
 	line := "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
-	if Specificity(es[0].regex) <= Specificity(es[1].regex) {
+	if specificity(es[0].regex) <= specificity(es[1].regex) {
 		t.Fatal("the wrapper's regex must be the longer one for this test to mean anything")
 	}
 	r := build(t, es, line)

@@ -36,9 +36,9 @@ var (
 
 const rankHead = 200 // bytes of a line searched for a rank prefix
 
-// ParseRank returns the rank a log line names in its prefix: "[rank3]:",
+// parseRank returns the rank a log line names in its prefix: "[rank3]:",
 // "[default3]:" or "[Rank 3]". ok is false when the line names none.
-func ParseRank(line []byte) (rank int, ok bool) {
+func parseRank(line []byte) (rank int, ok bool) {
 	head := line[:min(len(line), rankHead)]
 	m := reRankPrefix.FindSubmatch(head)
 	if m == nil {
@@ -52,9 +52,9 @@ func ParseRank(line []byte) (rank int, ok bool) {
 	return n, err == nil
 }
 
-// FileRank returns the rank a file's name carries ("logs/rank3.log"). Only
+// fileRankOf returns the rank a file's name carries ("logs/rank3.log"). Only
 // the base name counts: "runs/lora-rank-64/node0.log" names no rank.
-func FileRank(name string) (int, bool) {
+func fileRankOf(name string) (int, bool) {
 	m := reFileRank.FindStringSubmatch(filepath.Base(filepath.ToSlash(name)))
 	if m == nil {
 		return 0, false
@@ -93,7 +93,7 @@ func newRankTracker() *rankTracker {
 // newFile resets what belongs to one input.
 func (t *rankTracker) newFile(name string) {
 	t.fileRank, t.globalRank = -1, -1
-	if r, ok := FileRank(name); ok {
+	if r, ok := fileRankOf(name); ok {
 		t.fileRank = r
 	}
 }
@@ -169,7 +169,7 @@ func (t *rankTracker) line(text []byte) {
 // rankOf returns the rank of a line: its prefix, else the rank of the
 // NCCL process printing it, else the file's rank; -1 when unknown.
 func (t *rankTracker) rankOf(text []byte) int {
-	if r, ok := ParseRank(text); ok {
+	if r, ok := parseRank(text); ok {
 		return r
 	}
 	if bytes.Contains(text[:min(len(text), rankHead)], []byte(" NCCL")) {
