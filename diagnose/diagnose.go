@@ -12,7 +12,6 @@ package diagnose
 
 import (
 	"bytes"
-	"io"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -216,17 +215,6 @@ type Collector struct {
 	pending     []scan.Hit // hits of the current line
 	pendingSpec []int      // their specificity, while flush resolves them
 	pkey        key
-}
-
-// Read scans r with s and returns the diagnosis of that one input.
-func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
-	c := NewCollector(s.Entries())
-	st, err := Plan(s).Visit(r, c)
-	if err != nil {
-		return nil, err
-	}
-	c.AddStats(st)
-	return c.Report(), nil
 }
 
 // gate is the lines a Collector reads besides those with hits: the ones

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -43,19 +44,16 @@ func buildEnv(t *testing.T, es []tentry, given env.Environment, logs ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCollector(s.Entries())
-	c.SetEnvironment(given)
+	var inputs []scan.Input
 	for i, l := range logs {
-		if len(logs) > 1 {
-			c.File(fmt.Sprintf("rank%d.log", i))
-		}
-		st, err := Plan(s).Visit(strings.NewReader(l), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.AddStats(st)
+		inputs = append(inputs, scan.Input{Name: fmt.Sprintf("rank%d.log", i),
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(l)), nil }})
 	}
-	return c.Report()
+	r, err := ReadAll(s, inputs, Options{Env: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 type want struct {
