@@ -30,7 +30,7 @@ func TestAdviceOrderUsesTheLog(t *testing.T) {
 			firstDead: "Lower the batch size"},
 	}
 	for _, tt := range tests {
-		r := readAll(t, s, nil, tt.log)
+		r := readLogs(t, s, nil, tt.log)
 		var d *Diagnosis
 		for _, x := range r.Diagnoses {
 			if x.ID == tt.id {

@@ -12,7 +12,6 @@ package diagnose
 
 import (
 	"bytes"
-	"io"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -246,7 +245,7 @@ type Collector struct {
 	det    *env.Detector
 	given  env.Environment // from the caller (--env files)
 	ranks  *rankTracker
-	cur    []byte // the line being scanned, valid during Line and Add
+	cur    []byte // the line being scanned, valid during Line and Hit
 	curN   int
 	infoAt key // the line whose rank and stamp are in rank and when
 	// The BFC allocator's latest "Limit:" and "InUse:" summary lines, and
@@ -266,22 +265,11 @@ type Collector struct {
 	pkey        key
 }
 
-// Read scans r with s and returns the diagnosis of that one input.
-func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
-	c := NewCollector(s.Entries())
-	st, err := Plan(s).Visit(r, c)
-	if err != nil {
-		return nil, err
-	}
-	c.AddStats(st)
-	return c.Report(), nil
-}
-
-// Gate is the lines a Collector reads besides those with hits: the ones
+// gate is the lines a Collector reads besides those with hits: the ones
 // that can state the environment (env.GateLiterals, env.GateStart), a
 // rank, or an allocator summary. The Collector asks for the lines after
 // them itself while it reads a block (Collector.Line returns true).
-func Gate() scan.Gate {
+func gate() scan.Gate {
 	lits := append(env.GateLiterals(), rankLiterals...)
 	return scan.Gate{Literals: lits, Start: func(line []byte) bool {
 		return env.GateStart(line) || bfcStart(line)
@@ -303,8 +291,8 @@ func bfcStart(line []byte) bool {
 	return string(t) == "Limit:" || string(t) == "InUse:"
 }
 
-// Plan returns s compiled with Gate, once per scanner.
-func Plan(s *scan.Scanner) *scan.Plan { return s.CachedPlan("diagnose.Gate", Gate) }
+// Plan returns s compiled with gate, once per scanner.
+func Plan(s *scan.Scanner) *scan.Plan { return s.CachedPlan("diagnose.Gate", gate) }
 
 // NewCollector prepares a collector for hits from a scanner built over
 // entries (scan.Scanner.Entries()).
@@ -341,7 +329,7 @@ func (c *Collector) File(name string) {
 }
 
 // Line shows the collector a line before its hits (it is a scan.Visitor;
-// Gate says which lines it needs): it reads the environment and rank
+// gate says which lines it needs): it reads the environment and rank
 // facts. It returns true while it reads a block and needs the next line.
 func (c *Collector) Line(n int, text []byte) bool {
 	c.cur, c.curN = text, n
@@ -378,8 +366,6 @@ func (c *Collector) Settled(e int) bool {
 	return !c.plain && e >= 0 && e < len(c.settled) && c.settled[e].Load()
 }
 
-// Hit records one hit of the current file (scan.Visitor).
-func (c *Collector) Hit(h scan.Hit) { c.Add(h) }
 
 // reBFCSummary is a line of the summary TensorFlow's and XLA's BFC
 // allocator print before an out-of-memory error: the name alone, then the
@@ -392,8 +378,8 @@ func (c *Collector) AddStats(s scan.Stats) {
 	c.stats.Lines += s.Lines
 }
 
-// Add records one hit of the current file.
-func (c *Collector) Add(h scan.Hit) {
+// Hit records one hit of the current file (scan.Visitor).
+func (c *Collector) Hit(h scan.Hit) {
 	k := key{c.fileIdx, h.Line}
 	if len(c.pending) > 0 && k != c.pkey {
 		c.flush()
@@ -548,7 +534,7 @@ func (c *Collector) note(h scan.Hit, subsumed bool) {
 	}
 }
 
-// Report builds the ordered report. Call it once, after the last Add.
+// Report builds the ordered report. Call it once, after the last Hit.
 func (c *Collector) Report() *Report {
 	c.flush()
 	ds := []*Diagnosis{} // never nil: JSON says [] when nothing is found
@@ -684,7 +670,7 @@ func (c *Collector) hitSpecificity(h scan.Hit) int {
 	return n
 }
 
-// regexSpec is what ranking needs of one regex: its Specificity, and its
+// regexSpec is what ranking needs of one regex: its specificity, and its
 // top-level branches with theirs, compiled on first use (only lines where
 // entries compete need them).
 type regexSpec struct {
@@ -707,7 +693,7 @@ func specOf(expr string) *regexSpec {
 	if v, ok := specCache.Load(expr); ok {
 		return v.(*regexSpec)
 	}
-	v, _ := specCache.LoadOrStore(expr, &regexSpec{expr: expr, whole: Specificity(expr)})
+	v, _ := specCache.LoadOrStore(expr, &regexSpec{expr: expr, whole: specificity(expr)})
 	return v.(*regexSpec)
 }
 
@@ -723,7 +709,7 @@ func (rs *regexSpec) branches() []branch {
 				rs.bs = nil
 				return
 			}
-			rs.bs = append(rs.bs, branch{re, Specificity(p)})
+			rs.bs = append(rs.bs, branch{re, specificity(p)})
 		}
 	})
 	return rs.bs
@@ -764,10 +750,10 @@ func topLevelBranches(expr string) []string {
 	return append(parts, expr[start:])
 }
 
-// Specificity is the number of literal bytes any match of the regex must
+// specificity is the number of literal bytes any match of the regex must
 // contain: alternatives count their shortest branch, optional parts count
 // nothing. A regex that does not parse has specificity 0.
-func Specificity(expr string) int {
+func specificity(expr string) int {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return 0

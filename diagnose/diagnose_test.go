@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -43,19 +44,16 @@ func buildEnv(t *testing.T, es []tentry, given env.Environment, logs ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCollector(s.Entries())
-	c.SetEnvironment(given)
+	var inputs []scan.Input
 	for i, l := range logs {
-		if len(logs) > 1 {
-			c.File(fmt.Sprintf("rank%d.log", i))
-		}
-		st, err := Plan(s).Visit(strings.NewReader(l), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.AddStats(st)
+		inputs = append(inputs, scan.Input{Name: fmt.Sprintf("rank%d.log", i),
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(l)), nil }})
 	}
-	return c.Report()
+	r, err := ReadAll(s, inputs, Options{Env: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 type want struct {
@@ -209,8 +207,8 @@ func TestSpecificity(t *testing.T) {
 		{`(?<!`, 0},
 	}
 	for _, tt := range tests {
-		if got := Specificity(tt.re); got != tt.want {
-			t.Errorf("Specificity(%q) = %d, want %d", tt.re, got, tt.want)
+		if got := specificity(tt.re); got != tt.want {
+			t.Errorf("specificity(%q) = %d, want %d", tt.re, got, tt.want)
 		}
 	}
 }
@@ -266,7 +264,7 @@ func TestGenericYieldsToSpecific(t *testing.T) {
 		{id: "cuda/system-not-ready", kind: "environment", regex: `Error 802: system not yet initialized`},
 	}
 	line := "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
-	if Specificity(es[0].regex) <= Specificity(es[1].regex) {
+	if specificity(es[0].regex) <= specificity(es[1].regex) {
 		t.Fatal("the wrapper's regex must be the longer one for this test to mean anything")
 	}
 	r := build(t, es, line)

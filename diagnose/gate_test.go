@@ -18,7 +18,7 @@ import (
 )
 
 // gatedAndFull diagnoses the inputs twice, once showing the collector only
-// the lines Gate selects and once showing it every line, and returns both
+// the lines gate selects and once showing it every line, and returns both
 // reports as JSON.
 func gatedAndFull(t *testing.T, s *scan.Scanner, inputs map[string][]byte, names []string) (string, string) {
 	t.Helper()
@@ -44,7 +44,7 @@ func gatedAndFull(t *testing.T, s *scan.Scanner, inputs map[string][]byte, names
 	return out[0], out[1]
 }
 
-// The collector reaches the same report from the lines Gate selects as
+// The collector reaches the same report from the lines gate selects as
 // from every line: on every log of the development set, the environment
 // files, the rank logs and the command fixtures, alone and with a
 // training log around them, with our knowledge base.

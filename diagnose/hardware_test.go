@@ -10,8 +10,8 @@ import (
 	"github.com/gpudx/gpudx/scan"
 )
 
-// readAll diagnoses inputs (one file each, named) with scanner s.
-func readAll(t *testing.T, s *scan.Scanner, names []string, logs ...string) *Report {
+// readLogs diagnoses inputs (one file each, named) with scanner s.
+func readLogs(t *testing.T, s *scan.Scanner, names []string, logs ...string) *Report {
 	t.Helper()
 	c := NewCollector(s.Entries())
 	for i, l := range logs {
@@ -55,8 +55,8 @@ func TestHardwareEventIsTheRoot(t *testing.T) {
 			name string
 			r    *Report
 		}{
-			{"two files", readAll(t, s, []string{"dmesg.txt", "train.log"}, dmesg, app)},
-			{"one file", readAll(t, s, nil, dmesg+app)},
+			{"two files", readLogs(t, s, []string{"dmesg.txt", "train.log"}, dmesg, app)},
+			{"one file", readLogs(t, s, nil, dmesg+app)},
 		} {
 			var roots []string
 			var cuda *Diagnosis
@@ -97,7 +97,7 @@ func TestHardwareEventOrderAndNode(t *testing.T) {
 	s, _ := scan.New(es)
 	xid := "Nov 21 03:12:44 gpu-node-07 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=48213, name=python3, GPU has fallen off the bus.\n"
 	app := "RuntimeError: CUDA error: unspecified launch failure\n"
-	r := readAll(t, s, nil, xid+app)
+	r := readLogs(t, s, nil, xid+app)
 	if len(r.Diagnoses) < 2 || r.Diagnoses[0].ID != "driver/xid-79-fallen-off-bus" || !r.Diagnoses[0].Root ||
 		r.Diagnoses[1].ID != "cuda/unspecified-launch-failure" || r.Diagnoses[1].Root {
 		t.Fatalf("xid 79 then launch failure: %v", ids(r))
@@ -107,18 +107,18 @@ func TestHardwareEventOrderAndNode(t *testing.T) {
 		t.Errorf("why %q", r.Diagnoses[1].Why)
 	}
 	// The CUDA error first, then the Xid: two roots.
-	r = readAll(t, s, nil, app+xid)
+	r = readLogs(t, s, nil, app+xid)
 	if roots := rootIDs(r); len(roots) != 2 {
 		t.Errorf("launch failure before the Xid: roots %v", roots)
 	}
 	// Another host's job log: the NCCL prefix names gpu-node-08.
 	other := "gpu-node-08:2290:2290 [0] NCCL INFO comm 0x55d5c1a0e2b0 rank 0 nranks 8 cudaDev 0 busId 18000 commId 0x1 - Init COMPLETE\n" + app
-	r = readAll(t, s, []string{"dmesg-node07.txt", "node08.log"}, xid, other)
+	r = readLogs(t, s, []string{"dmesg-node07.txt", "node08.log"}, xid, other)
 	if roots := rootIDs(r); !slices.Contains(roots, "cuda/unspecified-launch-failure") {
 		t.Errorf("another host: roots %v", roots)
 	}
 	same := strings.ReplaceAll(other, "gpu-node-08", "gpu-node-07")
-	r = readAll(t, s, []string{"dmesg-node07.txt", "node07.log"}, xid, same)
+	r = readLogs(t, s, []string{"dmesg-node07.txt", "node07.log"}, xid, same)
 	if roots := rootIDs(r); slices.Contains(roots, "cuda/unspecified-launch-failure") {
 		t.Errorf("same host: roots %v", roots)
 	}

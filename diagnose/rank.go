@@ -57,9 +57,9 @@ var (
 
 const rankHead = 200 // bytes of a line searched for a rank prefix
 
-// ParseRank returns the rank a log line names in its prefix: "[rank3]:",
+// parseRank returns the rank a log line names in its prefix: "[rank3]:",
 // "[default3]:" or "[Rank 3]". ok is false when the line names none.
-func ParseRank(line []byte) (rank int, ok bool) {
+func parseRank(line []byte) (rank int, ok bool) {
 	head := line[:min(len(line), rankHead)]
 	m := reRankPrefix.FindSubmatch(head)
 	if m == nil {
@@ -77,7 +77,7 @@ func ParseRank(line []byte) (rank int, ok bool) {
 // "[rank3]:" or "[default3]:", without a regex: on a log where 1,000
 // ranks print the same error, it is read on every repeat. It is exactly
 // the first branch of reRankPrefix, which wins wherever it matches (it
-// starts the line); ok is false on anything else, left to ParseRank.
+// starts the line); ok is false on anything else, left to parseRank.
 func torchrunRank(line []byte) (int, bool) {
 	head := line[:min(len(line), rankHead)]
 	i := 0
@@ -104,9 +104,9 @@ func torchrunRank(line []byte) (int, bool) {
 	return n, true
 }
 
-// FileRank returns the rank a file's name carries ("logs/rank3.log"). Only
+// fileRankOf returns the rank a file's name carries ("logs/rank3.log"). Only
 // the base name counts: "runs/lora-rank-64/node0.log" names no rank.
-func FileRank(name string) (int, bool) {
+func fileRankOf(name string) (int, bool) {
 	m := reFileRank.FindStringSubmatch(filepath.Base(filepath.ToSlash(name)))
 	if m == nil {
 		return 0, false
@@ -157,7 +157,7 @@ func newRankTracker() *rankTracker {
 func (t *rankTracker) newFile(name string) {
 	t.fileRank, t.globalRank = -1, -1
 	t.files++
-	if r, ok := FileRank(name); ok {
+	if r, ok := fileRankOf(name); ok {
 		t.fileRank = r
 	}
 }
@@ -364,7 +364,7 @@ func (t *rankTracker) rankOf(text []byte, plain bool) int {
 	if r, ok := torchrunRank(text); ok && !plain {
 		return r
 	}
-	if r, ok := ParseRank(text); ok {
+	if r, ok := parseRank(text); ok {
 		return r
 	}
 	if bytes.Contains(text[:min(len(text), rankHead)], []byte(" NCCL")) {

@@ -31,17 +31,17 @@ func TestParseRank(t *testing.T) {
 		{"", 0, false},
 	}
 	for _, tt := range tests {
-		r, ok := ParseRank([]byte(tt.line))
+		r, ok := parseRank([]byte(tt.line))
 		if r != tt.rank || ok != tt.ok {
-			t.Errorf("ParseRank(%q) = %d, %v; want %d, %v", tt.line, r, ok, tt.rank, tt.ok)
+			t.Errorf("parseRank(%q) = %d, %v; want %d, %v", tt.line, r, ok, tt.rank, tt.ok)
 		}
 	}
 	for name, want := range map[string]int{"logs/rank3.log": 3, "node1/worker_rank-12.txt": 12, "RANK_0.out": 0} {
-		if r, ok := FileRank(name); !ok || r != want {
-			t.Errorf("FileRank(%q) = %d, %v", name, r, ok)
+		if r, ok := fileRankOf(name); !ok || r != want {
+			t.Errorf("fileRankOf(%q) = %d, %v", name, r, ok)
 		}
 	}
-	if _, ok := FileRank("logs/train.log"); ok {
+	if _, ok := fileRankOf("logs/train.log"); ok {
 		t.Error("train.log has a rank")
 	}
 }
@@ -373,12 +373,12 @@ func TestRankAttribution(t *testing.T) {
 		t.Errorf("one GLOBAL_RANK: ranks %v", r.Diagnoses[0].Ranks)
 	}
 	for name, want := range map[string]int{"runs/lora-rank-64/node0.log": -1, "frank_1.log": -1, "logs/rank3.log": 3, "rank_12-of-16.txt": 12} {
-		got, ok := FileRank(name)
+		got, ok := fileRankOf(name)
 		if !ok {
 			got = -1
 		}
 		if got != want {
-			t.Errorf("FileRank(%q) = %d, want %d", name, got, want)
+			t.Errorf("fileRankOf(%q) = %d, want %d", name, got, want)
 		}
 	}
 }

@@ -44,11 +44,11 @@ func isCanon(top map[string]json.RawMessage) bool {
 	return e && v && !r
 }
 
-// CanonID maps a deadends.dev id ("domain/slug/env") to a gpudx id
+// canonID maps a deadends.dev id ("domain/slug/env") to a gpudx id
 // ("domain/slug.env"), lower-cased, with characters outside [a-z0-9.-]
 // replaced by '-'. The environment segment stays so that variants of one
 // error for different runtimes remain distinct entries.
-func CanonID(id string) string {
+func canonID(id string) string {
 	parts := strings.Split(strings.ToLower(id), "/")
 	for i, p := range parts {
 		parts[i] = sanitizeSlug(p)
@@ -78,7 +78,7 @@ func fromCanon(data []byte) (*Entry, error) {
 		return nil, fmt.Errorf("deadends canon: no id")
 	}
 	e := &Entry{
-		ID:             CanonID(c.ID),
+		ID:             canonID(c.ID),
 		Signature:      c.Error.Signature,
 		Regex:          caseless(c.Error.Regex),
 		Domain:         c.Error.Domain,
@@ -106,14 +106,14 @@ func fromCanon(data []byte) (*Entry, error) {
 		e.VerificationTier = "community_confirmed"
 	}
 	for i, id := range c.TransitionGraph.LeadsTo {
-		c.TransitionGraph.LeadsTo[i] = CanonID(id)
+		c.TransitionGraph.LeadsTo[i] = canonID(id)
 	}
 	for i, id := range c.TransitionGraph.PrecededBy {
-		c.TransitionGraph.PrecededBy[i] = CanonID(id)
+		c.TransitionGraph.PrecededBy[i] = canonID(id)
 	}
 	for i := range c.TransitionGraph.FrequentlyConfusedWith {
 		f := &c.TransitionGraph.FrequentlyConfusedWith[i]
-		f.ErrorID = CanonID(f.ErrorID)
+		f.ErrorID = canonID(f.ErrorID)
 	}
 	e.TransitionGraph = c.TransitionGraph
 	return e, nil

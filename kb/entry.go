@@ -283,7 +283,7 @@ type Operator struct {
 
 // Values an Operator's fields may take.
 var (
-	Severities   = []string{"critical", "error", "warning", "info"}
-	Faults       = []string{"hardware", "application", "driver", "either"}
-	DrainChoices = []string{"yes", "no", "if_repeats"}
+	severities   = []string{"critical", "error", "warning", "info"}
+	faults       = []string{"hardware", "application", "driver", "either"}
+	drainChoices = []string{"yes", "no", "if_repeats"}
 )

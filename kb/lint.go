@@ -43,15 +43,15 @@ type File struct {
 
 // Enumerations the format allows.
 var (
-	Domains = []string{"cuda", "nccl", "pytorch", "driver", "container", "build",
+	domains = []string{"cuda", "nccl", "pytorch", "driver", "container", "build",
 		"jax", "tensorflow", "triton", "ecosystem"}
-	Categories = []string{"resource_error", "version_mismatch", "install_error",
+	categories = []string{"resource_error", "version_mismatch", "install_error",
 		"configuration_error", "programming_error", "hardware_fault",
 		"communication_error", "numerical_error", "internal_error"}
-	RootCauseTypes    = []string{"generic", "specific", "environment", "hardware"}
-	VerificationTiers = []string{"ai_generated", "docs_verified", "reproduced", "community_confirmed"}
-	Resolvables       = []string{"true", "partial", "false"}
-	VersionStatuses   = []string{"active", "fixed", "deprecated", "removed"}
+	rootCauseTypes    = []string{"generic", "specific", "environment", "hardware"}
+	verificationTiers = []string{"ai_generated", "docs_verified", "reproduced", "community_confirmed"}
+	resolvables       = []string{"true", "partial", "false"}
+	versionStatuses   = []string{"active", "fixed", "deprecated", "removed"}
 )
 
 // rowVersionRE finds the version after a leading component name in a
@@ -419,11 +419,11 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	if d, _, ok := strings.Cut(e.ID, "/"); ok && d != e.Domain {
 		add("domain", fmt.Sprintf("%q differs from the id's domain %q", e.Domain, d))
 	}
-	checkEnum("domain", e.Domain, Domains, add)
-	checkEnum("category", e.Category, Categories, add)
-	checkEnum("root_cause_type", e.RootCauseType, RootCauseTypes, add)
-	checkEnum("verification_tier", e.VerificationTier, VerificationTiers, add)
-	checkEnum("resolvable", e.Resolvable, Resolvables, add)
+	checkEnum("domain", e.Domain, domains, add)
+	checkEnum("category", e.Category, categories, add)
+	checkEnum("root_cause_type", e.RootCauseType, rootCauseTypes, add)
+	checkEnum("verification_tier", e.VerificationTier, verificationTiers, add)
+	checkEnum("resolvable", e.Resolvable, resolvables, add)
 	checkEnum("locale", e.Locale, []string{"en"}, add)
 	checkRate("confidence", e.Confidence, add)
 	checkRate("fix_success_rate", e.FixSuccessRate, add)
@@ -445,7 +445,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		if strings.TrimSpace(v.Version) == "" {
 			add(f+".version", "empty")
 		}
-		checkEnum(f+".status", v.Status, VersionStatuses, add)
+		checkEnum(f+".status", v.Status, versionStatuses, add)
 		if v.Status == "fixed" {
 			// gpudx compares the installed version with these; one that
 			// does not parse ("main", "2.x", "2.2 (nightly)") rules
@@ -520,7 +520,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	}
 	// Examples are checked as the scanner reads them: line by line.
 	for i, s := range e.Examples.Match {
-		if !MatchesALine(re, s) {
+		if !matchesALine(re, s) {
 			msg := "regex does not match "
 			if re.MatchString(s) {
 				msg = "regex matches only across lines (gpudx matches line by line) "
@@ -529,7 +529,7 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		}
 	}
 	for i, s := range e.Examples.NoMatch {
-		if MatchesALine(re, s) {
+		if matchesALine(re, s) {
 			add(fmt.Sprintf("examples.no_match[%d]", i), "regex matches "+quoteShort(s))
 		}
 	}
@@ -640,9 +640,9 @@ func checkOperator(e *Entry, add func(field, msg string)) {
 		}
 		return
 	}
-	checkEnum("operator.severity", o.Severity, Severities, add)
-	checkEnum("operator.fault", o.Fault, Faults, add)
-	checkEnum("operator.drain", o.Drain, DrainChoices, add)
+	checkEnum("operator.severity", o.Severity, severities, add)
+	checkEnum("operator.fault", o.Fault, faults, add)
+	checkEnum("operator.drain", o.Drain, drainChoices, add)
 	if !actionRE.MatchString(o.Action) {
 		add("operator.action", fmt.Sprintf("%q is not an NVIDIA resolution bucket (RESTART_APP, RESET_GPU, RESTART_BM, IGNORE, CONTACT_SUPPORT, WORKFLOW_*) or empty", o.Action))
 	}
@@ -782,9 +782,9 @@ func CheckRegex(expr string) error {
 	return err
 }
 
-// MatchesALine reports whether re matches one of the lines of s, which is
+// matchesALine reports whether re matches one of the lines of s, which is
 // what the scanner can see of a message wrapped over several lines.
-func MatchesALine(re *regexp.Regexp, s string) bool {
+func matchesALine(re *regexp.Regexp, s string) bool {
 	for _, line := range strings.Split(s, "\n") {
 		if re.MatchString(strings.TrimSuffix(line, "\r")) {
 			return true

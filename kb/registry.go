@@ -27,10 +27,10 @@ type Name struct {
 	Origin string `json:"-"`
 }
 
-// NameKinds are the kinds a registry record may have. KindNonexistent
+// nameKinds are the kinds a registry record may have. KindNonexistent
 // records a name people believe in that does not exist: entries may name
 // it only inside a dead end.
-var NameKinds = []string{"env", "alloc_conf", "flag", "api", "cli", "status", KindNonexistent}
+var nameKinds = []string{"env", "alloc_conf", "flag", "api", "cli", "status", KindNonexistent}
 
 // KindNonexistent is the kind of a name that does not exist.
 const KindNonexistent = "nonexistent"
@@ -111,8 +111,8 @@ func (r *Registry) Add(f File) {
 				ok = false
 			}
 		}
-		if n.Kind != "" && !oneOf(n.Kind, NameKinds) {
-			add(field("kind"), fmt.Sprintf("%q is not one of %s", n.Kind, strings.Join(NameKinds, ", ")))
+		if n.Kind != "" && !oneOf(n.Kind, nameKinds) {
+			add(field("kind"), fmt.Sprintf("%q is not one of %s", n.Kind, strings.Join(nameKinds, ", ")))
 			ok = false
 		}
 		if n.Source != "" && !strings.HasPrefix(n.Source, "https://") && !strings.HasPrefix(n.Source, "http://") {
@@ -170,8 +170,8 @@ var (
 	allocAssignRE = regexp.MustCompile(`\bPYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF\s*=\s*["']?([A-Za-z0-9_:.,\[\]>]+)`)
 )
 
-// Mention is a name found in an entry's prose, with the field it was found in.
-type Mention struct {
+// mention is a name found in an entry's prose, with the field it was found in.
+type mention struct {
 	Name  string
 	Field string
 	// Kind is "name" for UPPER_CASE and dotted names, "alloc_conf" for an
@@ -179,21 +179,21 @@ type Mention struct {
 	Kind string
 }
 
-// Mentions returns the names e's prose mentions: root cause, dead ends,
+// mentions returns the names e's prose mentions: root cause, dead ends,
 // workarounds, their Chinese text, version notes and confusion
 // distinctions. Names that appear in the entry's own message (signature,
 // aliases, error code, examples.match) are not returned: the message
 // itself shows they exist.
-func Mentions(e *Entry) []Mention {
+func mentions(e *Entry) []mention {
 	own := ownTokens(e)
-	var out []Mention
+	var out []mention
 	seen := map[string]bool{}
 	emit := func(field, name, kind string) {
 		if own[name] || seen[field+"\x00"+name] {
 			return
 		}
 		seen[field+"\x00"+name] = true
-		out = append(out, Mention{name, field, kind})
+		out = append(out, mention{name, field, kind})
 	}
 	scanText := func(field, s string) {
 		for _, m := range namesIn(s) {
@@ -238,26 +238,26 @@ func Mentions(e *Entry) []Mention {
 // namesIn returns the names a text mentions, in order: UPPER_CASE and
 // dotted framework names (kind "name"), then allocator settings (kind
 // "alloc_conf"). Field is left empty.
-func namesIn(s string) []Mention {
-	var out []Mention
+func namesIn(s string) []mention {
+	var out []mention
 	for _, loc := range upperNameRE.FindAllStringIndex(s, -1) {
-		out = append(out, Mention{Name: s[loc[0]:loc[1]], Kind: "name"})
+		out = append(out, mention{Name: s[loc[0]:loc[1]], Kind: "name"})
 	}
 	for _, loc := range frameworkNameRE.FindAllStringIndex(s, -1) {
 		// Part of a host name or path (docs.jax.dev, a/torch.py), not an API.
 		if loc[0] > 0 && strings.ContainsRune("./-", rune(s[loc[0]-1])) {
 			continue
 		}
-		out = append(out, Mention{Name: s[loc[0]:loc[1]], Kind: "name"})
+		out = append(out, mention{Name: s[loc[0]:loc[1]], Kind: "name"})
 	}
 	for _, m := range allocKeyRE.FindAllStringSubmatch(s, -1) {
-		out = append(out, Mention{Name: m[1], Kind: "alloc_conf"})
+		out = append(out, mention{Name: m[1], Kind: "alloc_conf"})
 	}
 	for _, m := range allocAssignRE.FindAllStringSubmatch(s, -1) {
 		for _, kv := range strings.Split(m[1], ",") {
 			k, _, _ := strings.Cut(kv, ":")
 			if k != "" && strings.ToLower(k) == k {
-				out = append(out, Mention{Name: k, Kind: "alloc_conf"})
+				out = append(out, mention{Name: k, Kind: "alloc_conf"})
 			}
 		}
 	}
@@ -292,13 +292,13 @@ func ownTokens(e *Entry) map[string]bool {
 // entry, at the first field that mentions it.
 func checkNames(e *Entry, reg *Registry, add func(field, msg string)) {
 	type report struct {
-		m     Mention
+		m     mention
 		msg   string
 		count int
 	}
 	var order []string
 	reports := map[string]*report{}
-	for _, m := range Mentions(e) {
+	for _, m := range mentions(e) {
 		n, ok := reg.Lookup(m.Name)
 		var msg string
 		switch {

@@ -87,8 +87,8 @@ func Skeleton(id, date string) ([]byte, error) {
 		return nil, fmt.Errorf("%q is not domain/slug in [a-z0-9.-]", id)
 	}
 	domain, _, _ := strings.Cut(id, "/")
-	if !oneOf(domain, Domains) {
-		return nil, fmt.Errorf("domain %q is not one of %s", domain, strings.Join(Domains, ", "))
+	if !oneOf(domain, domains) {
+		return nil, fmt.Errorf("domain %q is not one of %s", domain, strings.Join(domains, ", "))
 	}
 	return fmt.Appendf(nil, skeleton, id, domain, date), nil
 }

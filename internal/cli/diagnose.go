@@ -127,7 +127,6 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	for _, e := range skipped {
 		fmt.Fprintf(env.Err, "gpudx: warning: %v\n", e)
 	}
-	col := diagnose.NewCollector(sc.Entries())
 	given, err := readEnvFiles("--env", o.envFiles)
 	if err != nil {
 		return err
@@ -135,10 +134,8 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	if o.liveEnv {
 		given.Merge(collectLive())
 	}
-	col.SetEnvironment(given)
 	prog := newProgress(env, inputs)
 	prog.run(200 * time.Millisecond)
-	v := &diagnoseVisitor{Collector: col, inputs: inputs, stderr: env.Err, multi: len(inputs) > 1}
 	srcs := make([]scan.Input, len(inputs))
 	for i, in := range inputs {
 		srcs[i] = scan.Input{Name: in.name, Open: func() (io.ReadCloser, error) {
@@ -150,11 +147,18 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		}}
 	}
 	// Inputs are opened and read ahead on other goroutines; what they say
-	// reaches the collector in input order.
-	diagnose.Plan(sc).VisitAll(srcs, v)
-	failed := v.failed
+	// reaches the report in input order. One unreadable file must not hide
+	// what the others say; the exit status still says something failed.
+	rep, failed := diagnose.ReadAll(sc, srcs, diagnose.Options{Env: given, Done: func(i int, st scan.Stats, err error) {
+		var oe *scan.OpenError
+		switch {
+		case errors.As(err, &oe):
+			fmt.Fprintf(env.Err, "gpudx: %v\n", oe.Err)
+		case err != nil:
+			fmt.Fprintf(env.Err, "gpudx: %s: read error after %d bytes: %v\n", inputs[i].name, st.Bytes, err)
+		}
+	}})
 	prog.finish()
-	rep := col.Report()
 	if err := addOutcomes(rep); err != nil {
 		return err
 	}
@@ -185,37 +189,6 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		return silentExit(ExitUsage)
 	}
 	return nil
-}
-
-// diagnoseVisitor feeds a scan of several inputs to the collector and
-// reports the inputs that could not be read, in input order. One
-// unreadable file must not hide what the others say; the exit status
-// still says something failed.
-type diagnoseVisitor struct {
-	*diagnose.Collector
-	inputs []input
-	stderr io.Writer
-	multi  bool
-	failed error
-}
-
-func (v *diagnoseVisitor) Begin(i int) {
-	if v.multi {
-		v.File(v.inputs[i].name)
-	}
-}
-
-func (v *diagnoseVisitor) End(i int, st scan.Stats, err error) {
-	v.AddStats(st)
-	var oe *scan.OpenError
-	switch {
-	case errors.As(err, &oe):
-		fmt.Fprintf(v.stderr, "gpudx: %v\n", oe.Err)
-		v.failed = oe.Err
-	case err != nil:
-		fmt.Fprintf(v.stderr, "gpudx: %s: read error after %d bytes: %v\n", v.inputs[i].name, st.Bytes, err)
-		v.failed = err
-	}
 }
 
 // readCloser closes an opened input with its own close function.

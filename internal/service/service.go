@@ -76,20 +76,19 @@ func (s *Service) Diagnose(ctx context.Context, log io.Reader, envText string) (
 	if len(envText) > MaxEnvText {
 		return nil, invalid("env is longer than %d bytes", MaxEnvText)
 	}
-	col := diagnose.NewCollector(s.sc.Entries())
+	var given env.Environment
 	if envText != "" {
 		e, err := env.Parse(strings.NewReader(envText), "env")
 		if err != nil {
 			return nil, err
 		}
-		col.SetEnvironment(e)
+		given = e
 	}
-	st, err := diagnose.Plan(s.sc).Visit(ctxReader{ctx, log}, col)
+	in := scan.Input{Open: func() (io.ReadCloser, error) { return io.NopCloser(ctxReader{ctx, log}), nil }}
+	rep, err := diagnose.ReadAll(s.sc, []scan.Input{in}, diagnose.Options{Env: given})
 	if err != nil {
 		return nil, err
 	}
-	col.AddStats(st)
-	rep := col.Report()
 	if err := s.Annotate(ctx, rep); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ func chromium(t *testing.T) string {
 // paste a log, submit it with the keyboard, read the root cause, open its
 // entry, switch to Chinese. Each step leaves a screenshot.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a real Chromium for a minute or more; runs without -short (.ci/run)")
+	}
 	exe := chromium(t)
 	srv := httptest.NewServer(New(newService(t, nil), Options{Version: "test"}))
 	defer srv.Close()
