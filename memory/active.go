@@ -50,16 +50,30 @@ const (
 	DefaultActiveBands   = 300
 )
 
-// life is one allocation of the trace window.
+// life is one allocation: its size, its events and its place in the
+// stacking order (key).
 type life struct {
 	size        uint64
-	alloc, free int32 // event indexes (alloc -1: before the window)
+	alloc, free int32 // event indexes (alloc -1: before the window; free = n: never freed)
 	stack       snapshot.StackID
+	key         int64 // stacking order: earlier first
 }
+
+// Stacking groups: what was alive before the window (frees without an
+// alloc in it, by free event; then active blocks the trace never mentions),
+// then the window's allocs by alloc event.
+const (
+	keyLateFree = 0
+	keyGhost    = 1 << 40
+	keyAlloc    = 2 << 40
+)
 
 // ActiveTimelineOf builds the timeline of a device's trace; nil when the
 // device has no trace with an alloc or a free. columns and bands ≤ 0 take
-// the defaults.
+// the defaults. It reads the trace twice and keeps no per-event or
+// per-allocation array: the in-use figure is a running sum, and the
+// allocations are paired as the trace frees them and only the largest
+// `bands` are kept, so memory stays small on long traces.
 func ActiveTimelineOf(s *snapshot.Snapshot, dev, columns, bands int) *ActiveTimeline {
 	if s == nil || dev < 0 || dev >= len(s.Traces) || s.Traces[dev].Len() == 0 {
 		return nil
@@ -72,92 +86,150 @@ func ActiveTimelineOf(s *snapshot.Snapshot, dev, columns, bands int) *ActiveTime
 	}
 	tr := &s.Traces[dev]
 	n := tr.Len()
-	lives, deltaOK := lifetimes(s, dev, tr)
-	if !deltaOK {
-		return nil
-	}
 	t := &ActiveTimeline{Device: dev, Events: n, OOMEvent: -1}
 
-	// In use after each event, by a running sum over the lifetimes'
-	// starts and ends, then the maximum of each span of events.
-	delta := make([]int64, n+1)
+	// Pass 1: in use after each event, relative to what was alive before
+	// the window (the maximum of each span of events is its sample), the
+	// frees of addresses not mentioned before (alive before the window),
+	// and which addresses the trace mentions at all.
+	mentioned := map[uint64]bool{}
+	var lateFrees []int32
 	var start uint64
-	for _, l := range lives {
-		if l.alloc < 0 {
-			start += l.size
-		} else {
-			delta[l.alloc] += int64(l.size)
-		}
-		if int(l.free) < n {
-			delta[l.free] -= int64(l.size)
-		}
-	}
+	var rel int64
+	var relTotal []int64
+	moves := false
 	width := (n + columns - 1) / columns
-	cur := int64(start)
-	var best uint64
 	for i := 0; i < n; i++ {
-		cur += delta[i]
-		if tr.At(i).Action == snapshot.ActionOOM {
+		e := tr.At(i)
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			moves = true
+			rel += int64(e.Size)
+			mentioned[e.Addr] = true
+		case snapshot.ActionFreeCompleted:
+			moves = true
+			rel -= int64(e.Size)
+			if !mentioned[e.Addr] {
+				start += e.Size
+				lateFrees = append(lateFrees, int32(i))
+			}
+			mentioned[e.Addr] = true
+		case snapshot.ActionOOM:
 			t.OOMEvent = i
 		}
-		c := i / width
-		v := uint64(max(cur, 0))
-		if c == len(t.Sample) {
+		if c := i / width; c == len(t.Sample) {
 			t.Sample = append(t.Sample, i)
-			t.Total = append(t.Total, v)
-		} else if v > t.Total[c] {
-			t.Sample[c], t.Total[c] = i, v
+			relTotal = append(relTotal, rel)
+		} else if rel > relTotal[c] {
+			t.Sample[c], relTotal[c] = i, rel
 		}
-		if v > best || i == 0 {
-			best, t.PeakColumn = v, c
+	}
+	if !moves {
+		return nil
+	}
+	var ghosts []life
+	for i := range s.Segments {
+		sg := &s.Segments[i]
+		if sg.Device != dev {
+			continue
+		}
+		for j := range sg.Blocks {
+			if b := &sg.Blocks[j]; b.State.Active() && !mentioned[b.Address] {
+				start += b.RequestedSize
+				ghosts = append(ghosts, life{size: b.RequestedSize, alloc: -1, free: int32(n), stack: b.Stack, key: keyGhost + int64(len(ghosts))})
+			}
+		}
+	}
+	t.Total = make([]uint64, len(relTotal))
+	var best uint64
+	for c, r := range relTotal {
+		t.Total[c] = uint64(max(int64(start)+r, 0))
+		if t.Total[c] > best || c == 0 {
+			best, t.PeakColumn = t.Total[c], c
 		}
 	}
 
-	// The largest allocations alive at a sample are drawn; a min-heap
-	// keeps the biggest `bands` of them.
-	h := &bySize{lives: lives}
-	alive := func(l *life) (int, bool) {
-		c, _ := slices.BinarySearch(t.Sample, int(l.alloc))
-		return c, c < len(t.Sample) && t.Sample[c] < int(l.free)
-	}
+	// Pass 2: pair allocs with frees; each allocation alive at a sample
+	// counts in Other until it is among the largest `bands`.
 	t.Other = make([]uint64, len(t.Sample))
-	for i := range lives {
-		if _, ok := alive(&lives[i]); !ok {
-			continue
-		}
-		if h.Len() < bands {
-			heap.Push(h, i)
-		} else if lives[i].size > lives[h.idx[0]].size {
-			h.idx[0] = i
-			heap.Fix(h, 0)
-		}
-	}
-	drawn := make([]bool, len(lives))
-	for _, i := range h.idx {
-		drawn[i] = true
-	}
-	for i := range lives {
-		l := &lives[i]
-		c, ok := alive(l)
-		if !ok || drawn[i] {
-			continue
-		}
-		t.OtherCount++
+	span := func(l *life, add bool) {
+		c, _ := slices.BinarySearch(t.Sample, int(l.alloc))
 		for ; c < len(t.Sample) && t.Sample[c] < int(l.free); c++ {
-			t.Other[c] += l.size
+			if add {
+				t.Other[c] += l.size
+			} else {
+				t.Other[c] -= l.size
+			}
 		}
+	}
+	h := &bySize{}
+	consider := func(l life) {
+		c, _ := slices.BinarySearch(t.Sample, int(l.alloc))
+		if c == len(t.Sample) || t.Sample[c] >= int(l.free) {
+			return // alive at no sample
+		}
+		switch {
+		case h.Len() < bands:
+			heap.Push(h, l)
+		case l.size > h.lives[0].size:
+			old := h.lives[0]
+			span(&old, true)
+			t.OtherCount++
+			h.lives[0] = l
+			heap.Fix(h, 0)
+		default:
+			span(&l, true)
+			t.OtherCount++
+		}
+	}
+	for _, g := range ghosts {
+		consider(g)
+	}
+	open := map[uint64]life{}
+	late := 0
+	for i := 0; i < n; i++ {
+		e := tr.At(i)
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			open[e.Addr] = life{size: e.Size, alloc: int32(i), free: int32(n), stack: e.Stack, key: keyAlloc + int64(i)}
+		case snapshot.ActionFreeCompleted:
+			if l, ok := open[e.Addr]; ok {
+				l.free = int32(i)
+				delete(open, e.Addr)
+				consider(l)
+			} else if late < len(lateFrees) && lateFrees[late] == int32(i) {
+				late++
+				consider(life{size: e.Size, alloc: -1, free: int32(i), stack: e.Stack, key: keyLateFree + int64(i)})
+			}
+		}
+	}
+	// Allocs never freed, in the order they were made.
+	rest := make([]life, 0, len(open))
+	for _, l := range open {
+		rest = append(rest, l)
+	}
+	slices.SortFunc(rest, func(a, b life) int { return int(a.key - b.key) })
+	for _, l := range rest {
+		consider(l)
 	}
 
-	// Bands stack in the order they were allocated (lives is in that
-	// order), each column's offsets summing the drawn bands below.
+	// Bands stack in allocation order, each column's offsets summing the
+	// drawn bands below.
+	drawn := h.lives
+	slices.SortFunc(drawn, func(a, b life) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
 	sites := newSiteNames(s)
 	below := make([]uint64, len(t.Sample))
-	for i := range lives {
-		if !drawn[i] {
-			continue
-		}
-		l := &lives[i]
-		c0, _ := alive(l)
+	for i := range drawn {
+		l := &drawn[i]
+		c0, _ := slices.BinarySearch(t.Sample, int(l.alloc))
 		b := ActiveBand{Size: l.size, Stack: l.stack, Alloc: int(l.alloc), Free: int(l.free), First: c0}
 		b.Site, _ = SiteOf(sites.frames(l.stack))
 		for c := c0; c < len(t.Sample) && t.Sample[c] < int(l.free); c++ {
@@ -169,64 +241,15 @@ func ActiveTimelineOf(s *snapshot.Snapshot, dev, columns, bands int) *ActiveTime
 	return t
 }
 
-// lifetimes pairs each alloc with its free_completed, in allocation order:
-// first what was alive before the window (frees without an alloc in it,
-// then active blocks the trace never mentions), then the window's allocs.
-// It reports false when nothing in the trace allocates or frees.
-func lifetimes(s *snapshot.Snapshot, dev int, tr *snapshot.Trace) ([]life, bool) {
-	n := tr.Len()
-	var before, window []life
-	open := map[uint64]int{} // address → index in window of its unfreed alloc
-	seen := map[uint64]bool{}
-	moves := false
-	for i := 0; i < n; i++ {
-		e := tr.At(i)
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			moves = true
-			open[e.Addr] = len(window)
-			seen[e.Addr] = true
-			window = append(window, life{size: e.Size, alloc: int32(i), free: int32(n), stack: e.Stack})
-		case snapshot.ActionFreeCompleted:
-			moves = true
-			if j, ok := open[e.Addr]; ok {
-				window[j].free = int32(i)
-				delete(open, e.Addr)
-			} else if !seen[e.Addr] {
-				before = append(before, life{size: e.Size, alloc: -1, free: int32(i), stack: e.Stack})
-			}
-			seen[e.Addr] = true
-		}
-	}
-	if !moves {
-		return nil, false
-	}
-	for i := range s.Segments {
-		sg := &s.Segments[i]
-		if sg.Device != dev {
-			continue
-		}
-		for j := range sg.Blocks {
-			if b := &sg.Blocks[j]; b.State.Active() && !seen[b.Address] {
-				before = append(before, life{size: b.RequestedSize, alloc: -1, free: int32(n), stack: b.Stack})
-			}
-		}
-	}
-	return append(before, window...), true
-}
+// bySize is a min-heap of allocations by size.
+type bySize struct{ lives []life }
 
-// bySize is a min-heap of indexes into lives by size.
-type bySize struct {
-	lives []life
-	idx   []int
-}
-
-func (h *bySize) Len() int           { return len(h.idx) }
-func (h *bySize) Less(i, j int) bool { return h.lives[h.idx[i]].size < h.lives[h.idx[j]].size }
-func (h *bySize) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
-func (h *bySize) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *bySize) Len() int           { return len(h.lives) }
+func (h *bySize) Less(i, j int) bool { return h.lives[i].size < h.lives[j].size }
+func (h *bySize) Swap(i, j int)      { h.lives[i], h.lives[j] = h.lives[j], h.lives[i] }
+func (h *bySize) Push(x any)         { h.lives = append(h.lives, x.(life)) }
 func (h *bySize) Pop() any {
-	x := h.idx[len(h.idx)-1]
-	h.idx = h.idx[:len(h.idx)-1]
+	x := h.lives[len(h.lives)-1]
+	h.lives = h.lives[:len(h.lives)-1]
 	return x
 }
