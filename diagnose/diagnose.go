@@ -366,7 +366,6 @@ func (c *Collector) Settled(e int) bool {
 	return !c.plain && e >= 0 && e < len(c.settled) && c.settled[e].Load()
 }
 
-
 // reBFCSummary is a line of the summary TensorFlow's and XLA's BFC
 // allocator print before an out-of-memory error: the name alone, then the
 // byte count ("Limit:                 10990990131").
