@@ -263,12 +263,20 @@ func deviceText(b *strings.Builder, d *memory.Device, L map[string]string, W int
 		}
 		return L[k]
 	}
-	b.WriteString(items([]string{
+	head := []string{
 		fmt.Sprintf(L["dev_line"], size(f.ReservedBytes)),
 		fmt.Sprintf(L["allocated"], size(f.AllocatedBytes)),
 		fmt.Sprintf(L["active"], size(f.ActiveBytes)),
-		fmt.Sprintf(key("requested_r"), size(f.RequestedBytes), size(f.RoundingBytes)),
-	}, device(d.Device)+"  ", "  ", W))
+	}
+	req := fmt.Sprintf(key("requested_r"), size(f.RequestedBytes), size(f.RoundingBytes))
+	if !explain {
+		head = append(head, req)
+	}
+	b.WriteString(items(head, device(d.Device)+"  ", "  ", W))
+	if explain {
+		// A sentence, not an item: it wraps.
+		b.WriteString(wrap(req, "  ", "    ", W))
+	}
 	free := fmt.Sprintf(key("freein"), size(f.InactiveBytes), size(f.ReleasableBytes), size(f.StrandedBytes))
 	if explain {
 		// A sentence, not an item: it wraps.
