@@ -32,7 +32,10 @@ type Report struct {
 	Diagnoses   []*Diagnosis    `json:"diagnoses"`
 	Environment env.Environment `json:"environment"`
 	Ranks       *RankSummary    `json:"ranks,omitempty"`
-	Stats       Stats           `json:"stats"`
+	// Unrecognized is what looks like the failure when no entry matched
+	// an error (see Unrecognized); absent otherwise.
+	Unrecognized []Unrecognized `json:"unrecognized,omitempty"`
+	Stats        Stats          `json:"stats"`
 }
 
 // Stats says how much was read and against how many entries.
@@ -201,7 +204,8 @@ type Collector struct {
 	det    *env.Detector
 	given  env.Environment // from the caller (--env files)
 	ranks  *rankTracker
-	cur    []byte // the line being scanned, valid during Line and Add
+	fails  failTracker // lines that look like a failure, for Unrecognized
+	cur    []byte      // the line being scanned, valid during Line and Add
 	curN   int
 	infoAt key // the line whose rank and stamp are in rank and when
 	// The BFC allocator's latest "Limit:" and "InUse:" summary lines, and
@@ -234,7 +238,7 @@ func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 // rank, or an allocator summary. The Collector asks for the lines after
 // them itself while it reads a block (Collector.Line returns true).
 func Gate() scan.Gate {
-	lits := append(env.GateLiterals(), rankLiterals...)
+	lits := append(append(env.GateLiterals(), rankLiterals...), failLiterals...)
 	return scan.Gate{Literals: lits, Start: func(line []byte) bool {
 		return env.GateStart(line) || bfcStart(line)
 	}}
@@ -289,6 +293,7 @@ func (c *Collector) File(name string) {
 	c.cur, c.curN = nil, 0
 	c.bfcLimit, c.bfcInUse = "", ""
 	c.ranks.newFile(name)
+	c.fails.newFile(name)
 }
 
 // Line shows the collector a line before its hits (it is a scan.Visitor;
@@ -298,6 +303,7 @@ func (c *Collector) Line(n int, text []byte) bool {
 	c.cur, c.curN = text, n
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
+	c.fails.line(n, text)
 	if bytes.Contains(text, []byte("Limit:")) || bytes.Contains(text, []byte("InUse:")) {
 		if m := reBFCSummary.FindSubmatch(text); m != nil {
 			if string(m[1]) == "Limit" {
@@ -307,7 +313,7 @@ func (c *Collector) Line(n int, text []byte) bool {
 			}
 		}
 	}
-	return c.det.Pending() || c.ranks.pending()
+	return c.det.Pending() || c.ranks.pending() || c.fails.pending()
 }
 
 // Hit records one hit of the current file (scan.Visitor).
@@ -322,6 +328,7 @@ var reBFCSummary = regexp.MustCompile(`^\s*(Limit|InUse):\s+[0-9]{1,20}\s*$`)
 func (c *Collector) AddStats(s scan.Stats) {
 	c.stats.Bytes += s.Bytes
 	c.stats.Lines += s.Lines
+	c.fails.endFile(s.Lines)
 }
 
 // Add records one hit of the current file.
@@ -501,6 +508,20 @@ func (c *Collector) Report() *Report {
 	order(ds, idx, c.ranks.hostOf)
 	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
 	rep.Ranks = c.rankSummary(ds)
+	if len(ds) == 0 {
+		// No entry matched an error: say what looks like the failure.
+		hit := func(file string, line int) bool {
+			for _, g := range c.groups {
+				for _, ev := range g.d.Evidence {
+					if ev.File == file && ev.Line == line {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		rep.Unrecognized = c.fails.report(c.entries, hit)
+	}
 	return rep
 }
 

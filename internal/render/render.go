@@ -38,6 +38,12 @@ func WriteJSON(w io.Writer, v any) error {
 var labels = map[string]map[string]string{
 	"en": {
 		"none":              "No known GPU error found",
+		"unrecognized":      "Not in the knowledge base, looks like the failure:",
+		"nearest":           "nearest entry",
+		"sure_close":        "close: it names the same error",
+		"sure_related":      "related: most words match",
+		"sure_weak":         "weak: a few words match",
+		"sure_none":         "none",
 		"found":             "%d known error(s) found",
 		"read":              "read %s lines, %s bytes; %d entries checked",
 		"root":              "ROOT CAUSE",
@@ -104,6 +110,12 @@ var labels = map[string]map[string]string{
 	},
 	"zh": {
 		"none":              "未发现已知的 GPU 错误",
+		"unrecognized":      "知识库中没有，看起来是失败原因：",
+		"nearest":           "最接近的条目",
+		"sure_close":        "接近：指同一个错误",
+		"sure_related":      "相关：大部分词语一致",
+		"sure_weak":         "较弱：只有少数词语一致",
+		"sure_none":         "无",
 		"found":             "发现 %d 个已知错误",
 		"read":              "读取 %s 行，%s 字节；比对 %d 个条目",
 		"root":              "根本原因",

@@ -47,6 +47,21 @@ func Text(w io.Writer, r *diagnose.Report, o Options) error {
 	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
 		fmt.Fprintf(&b, "%s: %s\n", L["ranks"], s)
 	}
+	// What looks like the failure when no entry matched (a minimal form).
+	for _, u := range r.Unrecognized {
+		at := fmt.Sprintf("%d", u.Line)
+		if u.File != "" {
+			at = u.File + ":" + at
+		}
+		fmt.Fprintf(&b, "\n%s %s: %s\n", p.bold(L["unrecognized"]), at, u.Text)
+		if len(u.Nearest) > 0 {
+			ids := make([]string, len(u.Nearest))
+			for i, n := range u.Nearest {
+				ids[i] = n.ID
+			}
+			fmt.Fprintf(&b, "  %s: %s (%s)\n", L["nearest"], strings.Join(ids, ", "), L["sure_"+u.Sure])
+		}
+	}
 	for _, d := range r.Diagnoses {
 		b.WriteString("\n")
 		if d.Root {
