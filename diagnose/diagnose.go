@@ -35,7 +35,11 @@ type Report struct {
 	// Unrecognized is what looks like the failure when no entry matched
 	// an error (see Unrecognized); absent otherwise.
 	Unrecognized []Unrecognized `json:"unrecognized,omitempty"`
-	Stats        Stats          `json:"stats"`
+	// Groups lists the inputs by job when they are of more than one
+	// (group.go says how inputs are grouped); diagnoses of different
+	// groups are not linked. Absent for one input or one job.
+	Groups [][]string `json:"groups,omitempty"`
+	Stats  Stats      `json:"stats"`
 }
 
 // Stats says how much was read and against how many entries.
@@ -205,6 +209,7 @@ type Collector struct {
 	given  env.Environment // from the caller (--env files)
 	ranks  *rankTracker
 	fails  failTracker // lines that look like a failure, for Unrecognized
+	grp    grouper     // what each input says about its job
 	cur    []byte      // the line being scanned, valid during Line and Add
 	curN   int
 	infoAt key // the line whose rank and stamp are in rank and when
@@ -238,7 +243,7 @@ func Read(s *scan.Scanner, r io.Reader) (*Report, error) {
 // rank, or an allocator summary. The Collector asks for the lines after
 // them itself while it reads a block (Collector.Line returns true).
 func Gate() scan.Gate {
-	lits := append(append(env.GateLiterals(), rankLiterals...), failLiterals...)
+	lits := append(append(append(env.GateLiterals(), rankLiterals...), failLiterals...), groupLiterals...)
 	return scan.Gate{Literals: lits, Start: func(line []byte) bool {
 		return env.GateStart(line) || bfcStart(line)
 	}}
@@ -294,7 +299,12 @@ func (c *Collector) File(name string) {
 	c.bfcLimit, c.bfcInUse = "", ""
 	c.ranks.newFile(name)
 	c.fails.newFile(name)
+	c.grp.newFile(name)
 }
+
+// SetTogether puts every input in one group: their diagnoses may be linked
+// whatever the inputs say about their jobs.
+func (c *Collector) SetTogether(together bool) { c.grp.together = together }
 
 // Line shows the collector a line before its hits (it is a scan.Visitor;
 // Gate says which lines it needs): it reads the environment and rank
@@ -304,6 +314,7 @@ func (c *Collector) Line(n int, text []byte) bool {
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
 	c.fails.line(n, text)
+	c.grp.line(text)
 	if bytes.Contains(text, []byte("Limit:")) || bytes.Contains(text, []byte("InUse:")) {
 		if m := reBFCSummary.FindSubmatch(text); m != nil {
 			if string(m[1]) == "Limit" {
@@ -505,8 +516,18 @@ func (c *Collector) Report() *Report {
 	for _, d := range ds {
 		c.reason(d, c.groups[d.entryIdx], environment, values)
 	}
-	order(ds, idx, c.ranks.hostOf)
-	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
+	var node []string
+	for _, g := range c.groups {
+		if g.d.entry.Domain == "driver" {
+			for _, fh := range g.files {
+				node = append(node, fh.File)
+			}
+		}
+	}
+	c.grp.markNode(node)
+	group, groups := c.grp.groups(c.ranks.hostOf)
+	order(ds, idx, c.ranks.hostOf, group)
+	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats, Groups: groups}
 	rep.Ranks = c.rankSummary(ds)
 	if len(ds) == 0 {
 		// No entry matched an error: say what looks like the failure.

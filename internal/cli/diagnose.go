@@ -17,6 +17,7 @@ type diagnoseOpts struct {
 	format, lang, color string
 	kb, envFiles        []string
 	binary, exitCode    bool
+	together            bool
 	explain, liveEnv    bool
 	db                  string
 }
@@ -51,6 +52,13 @@ The diagnosis reasons over what the log says:
     and which only timed out waiting for it.
 Use --explain to see why each diagnosis is ranked where it is.
 
+Several inputs (files, a directory) are grouped by job from what they
+say: the same Slurm job id (SLURM_JOB_ID=, StepId=, slurm-N.out), the same
+host (kernel syslog prefix, NCCL host:pid:tid), or rank files (rank3.log)
+in one directory. A node's log (dmesg, nvidia-smi) goes with every job.
+Errors of different groups are never linked as causes of each other; the
+report lists the groups. --together makes all inputs one job.
+
 Exit status (grep's convention): 0 when every input was read (with or
 without findings); 1 with --exit-code when a known error was found, even
 if some inputs could not be read (each is named on stderr); 2 for bad
@@ -81,6 +89,7 @@ was found.`,
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found, even if some inputs could not be read")
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
+	f.BoolVar(&o.together, "together", false, "treat all inputs as one job: link their errors whatever the files say about their jobs")
 	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
 	f.StringVar(&o.db, "db", "", "blend the outcomes reported to this database (a SQLite `PATH` or a postgres:// URL; see gpudx report) into the rates; by default the file gpudx report writes, when it exists")
 	return cmd
@@ -129,6 +138,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 		given.Merge(collectLive())
 	}
 	col.SetEnvironment(given)
+	col.SetTogether(o.together)
 	prog := newProgress(env, inputs)
 	prog.run(200 * time.Millisecond)
 	v := &diagnoseVisitor{Collector: col, inputs: inputs, stderr: env.Err, multi: len(inputs) > 1}

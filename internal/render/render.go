@@ -39,6 +39,7 @@ var labels = map[string]map[string]string{
 	"en": {
 		"none":              "No known GPU error found",
 		"unrecognized":      "Not in the knowledge base, looks like the failure:",
+		"groups":            "%d unrelated jobs (their errors are not linked)",
 		"nearest":           "nearest entry",
 		"sure_close":        "close: it names the same error",
 		"sure_related":      "related: most words match",
@@ -111,6 +112,7 @@ var labels = map[string]map[string]string{
 	"zh": {
 		"none":              "未发现已知的 GPU 错误",
 		"unrecognized":      "知识库中没有，看起来是失败原因：",
+		"groups":            "%d 个互不相关的作业（它们的错误互不关联）",
 		"nearest":           "最接近的条目",
 		"sure_close":        "接近：指同一个错误",
 		"sure_related":      "相关：大部分词语一致",

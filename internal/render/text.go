@@ -47,6 +47,14 @@ func Text(w io.Writer, r *diagnose.Report, o Options) error {
 	if s := ranksLine(r.Ranks, o, L); s != "" && len(r.Diagnoses) > 0 {
 		fmt.Fprintf(&b, "%s: %s\n", L["ranks"], s)
 	}
+	// Inputs of more than one job (a minimal form).
+	if len(r.Groups) > 1 {
+		parts := make([]string, len(r.Groups))
+		for i, g := range r.Groups {
+			parts[i] = strings.Join(g, ", ")
+		}
+		fmt.Fprintf(&b, "%s: %s\n", fmt.Sprintf(L["groups"], len(r.Groups)), strings.Join(parts, " | "))
+	}
 	// What looks like the failure when no entry matched (a minimal form).
 	for _, u := range r.Unrecognized {
 		at := fmt.Sprintf("%d", u.Line)
