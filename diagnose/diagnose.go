@@ -32,7 +32,14 @@ type Report struct {
 	Diagnoses   []*Diagnosis    `json:"diagnoses"`
 	Environment env.Environment `json:"environment"`
 	Ranks       *RankSummary    `json:"ranks,omitempty"`
-	Stats       Stats           `json:"stats"`
+	// Unrecognized is what looks like the failure when no entry matched
+	// an error (see Unrecognized); absent otherwise.
+	Unrecognized []Unrecognized `json:"unrecognized,omitempty"`
+	// Groups lists the inputs by job when they are of more than one
+	// (group.go says how inputs are grouped); diagnoses of different
+	// groups are not linked. Absent for one input or one job.
+	Groups [][]string `json:"groups,omitempty"`
+	Stats  Stats      `json:"stats"`
 }
 
 // Stats says how much was read and against how many entries.
@@ -245,7 +252,9 @@ type Collector struct {
 	det    *env.Detector
 	given  env.Environment // from the caller (--env files)
 	ranks  *rankTracker
-	cur    []byte // the line being scanned, valid during Line and Hit
+	fails  failTracker // lines that look like a failure, for Unrecognized
+	grp    grouper     // what each input says about its job
+	cur    []byte      // the line being scanned, valid during Line and Hit
 	curN   int
 	infoAt key // the line whose rank and stamp are in rank and when
 	// The BFC allocator's latest "Limit:" and "InUse:" summary lines, and
@@ -270,7 +279,7 @@ type Collector struct {
 // rank, or an allocator summary. The Collector asks for the lines after
 // them itself while it reads a block (Collector.Line returns true).
 func gate() scan.Gate {
-	lits := append(env.GateLiterals(), rankLiterals...)
+	lits := append(append(append(env.GateLiterals(), rankLiterals...), failLiterals...), groupLiterals...)
 	return scan.Gate{Literals: lits, Start: func(line []byte) bool {
 		return env.GateStart(line) || bfcStart(line)
 	}}
@@ -326,7 +335,13 @@ func (c *Collector) File(name string) {
 	c.cur, c.curN = nil, 0
 	c.bfcLimit, c.bfcInUse = "", ""
 	c.ranks.newFile(name)
+	c.fails.newFile(name)
+	c.grp.newFile(name)
 }
+
+// SetTogether puts every input in one group: their diagnoses may be linked
+// whatever the inputs say about their jobs.
+func (c *Collector) SetTogether(together bool) { c.grp.together = together }
 
 // Line shows the collector a line before its hits (it is a scan.Visitor;
 // gate says which lines it needs): it reads the environment and rank
@@ -335,6 +350,8 @@ func (c *Collector) Line(n int, text []byte) bool {
 	c.cur, c.curN = text, n
 	c.det.LineAt(text, c.file, n)
 	c.ranks.line(text)
+	c.fails.line(n, text)
+	c.grp.line(text)
 	if bytes.Contains(text, []byte("Limit:")) || bytes.Contains(text, []byte("InUse:")) {
 		if m := reBFCSummary.FindSubmatch(text); m != nil {
 			if string(m[1]) == "Limit" {
@@ -344,7 +361,7 @@ func (c *Collector) Line(n int, text []byte) bool {
 			}
 		}
 	}
-	return c.det.Pending() || c.ranks.pending()
+	return c.det.Pending() || c.ranks.pending() || c.fails.pending()
 }
 
 // HitsLine shows the collector a line that only its hits bring
@@ -375,6 +392,7 @@ var reBFCSummary = regexp.MustCompile(`^\s*(Limit|InUse):\s+[0-9]{1,20}\s*$`)
 func (c *Collector) AddStats(s scan.Stats) {
 	c.stats.Bytes += s.Bytes
 	c.stats.Lines += s.Lines
+	c.fails.endFile(s.Lines)
 }
 
 // Hit records one hit of the current file (scan.Visitor).
@@ -573,9 +591,33 @@ func (c *Collector) Report() *Report {
 	for _, d := range ds {
 		c.reason(d, c.groups[d.entryIdx], environment, values)
 	}
-	order(ds, idx, c.ranks.hostOf)
-	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats}
+	var node []string
+	for _, g := range c.groups {
+		if g.d.entry.Domain == "driver" {
+			for _, fh := range g.files {
+				node = append(node, fh.File)
+			}
+		}
+	}
+	c.grp.markNode(node)
+	group, groups := c.grp.groups(c.ranks.hostOf)
+	order(ds, idx, c.ranks.hostOf, group)
+	rep := &Report{Diagnoses: ds, Environment: environment, Stats: c.stats, Groups: groups}
 	rep.Ranks = c.rankSummary(ds)
+	if len(ds) == 0 {
+		// No entry matched an error: say what looks like the failure.
+		hit := func(file string, line int) bool {
+			for _, g := range c.groups {
+				for _, ev := range g.d.Evidence {
+					if ev.File == file && ev.Line == line {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		rep.Unrecognized = c.fails.report(c.entries, hit)
+	}
 	return rep
 }
 

@@ -21,7 +21,8 @@ type said struct{ en, zh string }
 func (s said) empty() bool { return s.en == "" }
 
 // order sorts diagnoses root first. A diagnosis the transition graph says
-// is caused by another present one comes after it; so does a CUDA or NCCL
+// is caused by another present one comes after it, when both were first
+// seen in inputs of one job (group, from grouper.groups; nil: one job); so does a CUDA or NCCL
 // error seen after a fatal hardware event (hardwareEvent) on the same
 // node, and what a hardware event leads to is only linked to it when seen
 // after it and on its node. Among the diagnoses
@@ -39,7 +40,7 @@ func (s said) empty() bool { return s.en == "" }
 // was placed before it; a cycle in the graph is broken at the diagnosis the
 // rules put first, which becomes a root. Why records, for each diagnosis,
 // the rules that put it where it is.
-func order(ds []*Diagnosis, idx map[string]*Diagnosis, host func(file int) string) {
+func order(ds []*Diagnosis, idx map[string]*Diagnosis, host func(file int) string, group []int) {
 	byStamp := len(ds) > 1
 	files := map[int]bool{}
 	for _, d := range ds {
@@ -55,6 +56,9 @@ func order(ds []*Diagnosis, idx map[string]*Diagnosis, host func(file int) strin
 	link := func(from, to *Diagnosis, rule said) {
 		if from == nil || to == nil || from == to || slices.ContainsFunc(preds[to], func(e edge) bool { return e.from == from }) {
 			return
+		}
+		if !related(group, from.order.file, to.order.file) {
+			return // inputs of different jobs
 		}
 		preds[to] = append(preds[to], edge{from, rule})
 	}

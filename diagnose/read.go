@@ -19,6 +19,9 @@ type Options struct {
 	// *scan.OpenError when it could not be opened, nil when it was read
 	// whole.
 	Done func(i int, st scan.Stats, err error)
+	// Together treats all inputs as one job, whatever they say about
+	// their jobs (see Collector.SetTogether).
+	Together bool
 }
 
 // ReadAll scans inputs with s, in order, and returns their diagnosis. One
@@ -30,6 +33,7 @@ type Options struct {
 func ReadAll(s *scan.Scanner, inputs []scan.Input, o Options) (*Report, error) {
 	c := NewCollector(s.Entries())
 	c.SetEnvironment(o.Env)
+	c.SetTogether(o.Together)
 	v := &readAll{Collector: c, inputs: inputs, done: o.Done}
 	Plan(s).VisitAll(inputs, v)
 	rep := c.Report()

@@ -39,10 +39,24 @@ func TestLintClean(t *testing.T) {
 	if reg.Len() < 100 {
 		t.Fatalf("registry holds only %d names", reg.Len())
 	}
+	// Items whose action names a release or GPU series without a
+	// condition are a known backlog (warnings): their number must not grow.
+	scoped := 0
 	for _, p := range (&kb.Linter{Registry: reg}).Lint(files) {
+		if p.Warning && strings.HasSuffix(p.Field, ".condition") {
+			scoped++
+			continue
+		}
 		t.Error(p)
 	}
+	if scoped > maxUnconditionedScope {
+		t.Errorf("%d items name a release or GPU series without a condition (at most %d): give the new ones a condition (gpudx kb lint lists them)", scoped, maxUnconditionedScope)
+	}
 }
+
+// maxUnconditionedScope is the backlog of items that name a release or a
+// GPU series and carry no condition yet.
+const maxUnconditionedScope = 36
 
 // anError is a line of a real error, for warnings to stand beside.
 const anError = "RuntimeError: CUDA error: an illegal memory access was encountered"

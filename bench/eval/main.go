@@ -143,7 +143,7 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 	per := map[string]*tally{}
 	perFamily := map[string]*tally{}
 	var all tally
-	cleanLogs, cleanDiag := 0, 0
+	cleanLogs, cleanDiag, cleanUnrec := 0, 0, 0
 	count := func(per map[string]*tally, key string, rank int) {
 		t := per[key]
 		if t == nil {
@@ -161,6 +161,7 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 			if r.Label == "clean" {
 				cleanLogs++
 				cleanDiag += len(rep.Diagnoses)
+				cleanUnrec += len(rep.Unrecognized)
 				return nil
 			}
 			rank := -1
@@ -241,8 +242,12 @@ func run(sets []string, labelsPath, cleanDir string, verbose bool) error {
 				cleanDiag++
 				fmt.Printf("false positive in %s: %s (line %d)\n", d.Name(), dg.ID, dg.FirstLine)
 			}
+			for _, u := range rep.Unrecognized {
+				cleanUnrec++
+				fmt.Printf("unrecognized line in %s: %d: %s\n", d.Name(), u.Line, u.Text)
+			}
 		}
 	}
-	fmt.Printf("clean logs: %d, diagnoses on them: %d\n", cleanLogs, cleanDiag)
+	fmt.Printf("clean logs: %d, diagnoses on them: %d, unrecognized lines on them: %d\n", cleanLogs, cleanDiag, cleanUnrec)
 	return nil
 }

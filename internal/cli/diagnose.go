@@ -18,6 +18,7 @@ type diagnoseOpts struct {
 	format, lang, color string
 	kb, envFiles        []string
 	binary, exitCode    bool
+	together            bool
 	explain, liveEnv    bool
 	db                  string
 	width               int
@@ -54,6 +55,13 @@ The diagnosis reasons over what the log says:
     and which only timed out waiting for it.
 Use --explain to see why each diagnosis is ranked where it is.
 
+Several inputs (files, a directory) are grouped by job from what they
+say: the same Slurm job id (SLURM_JOB_ID=, StepId=, slurm-N.out), the same
+host (kernel syslog prefix, NCCL host:pid:tid), or rank files (rank3.log)
+in one directory. A node's log (dmesg, nvidia-smi) goes with every job.
+Errors of different groups are never linked as causes of each other; the
+report lists the groups. --together makes all inputs one job.
+
 Exit status (grep's convention): 0 when every input was read (with or
 without findings); 1 with --exit-code when a known error was found, even
 if some inputs could not be read (each is named on stderr); 2 for bad
@@ -84,6 +92,7 @@ was found.`,
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit with status 1 when a known error is found, even if some inputs could not be read")
 	f.StringArrayVar(&o.envFiles, "env", nil, "`FILE` with captured environment output (collect_env, nvidia-smi, nvcc --version, pip list/freeze, conda list); repeatable")
 	f.BoolVar(&o.liveEnv, "live-env", false, "also read the environment of this machine (as `gpudx env` does): use it only when the log came from here")
+	f.BoolVar(&o.together, "together", false, "treat all inputs as one job: link their errors whatever the files say about their jobs")
 	f.BoolVar(&o.explain, "explain", false, "say why each diagnosis is ranked where it is (text and markdown)")
 	f.IntVar(&o.width, "width", -1, "wrap text output to `N` columns (log lines and commands are cut, not wrapped); 0 leaves lines whole; default: the terminal's width, or 100 when not a terminal")
 	f.BoolVar(&o.all, "all", false, "also list the dead ends and workarounds whose condition does not hold for this log (text and markdown; JSON always has them, with \"applies\": false)")
@@ -149,7 +158,7 @@ func runDiagnose(env *IO, o diagnoseOpts, args []string) error {
 	// Inputs are opened and read ahead on other goroutines; what they say
 	// reaches the report in input order. One unreadable file must not hide
 	// what the others say; the exit status still says something failed.
-	rep, failed := diagnose.ReadAll(sc, srcs, diagnose.Options{Env: given, Done: func(i int, st scan.Stats, err error) {
+	rep, failed := diagnose.ReadAll(sc, srcs, diagnose.Options{Env: given, Together: o.together, Done: func(i int, st scan.Stats, err error) {
 		var oe *scan.OpenError
 		switch {
 		case errors.As(err, &oe):

@@ -77,6 +77,17 @@ func Text(out io.Writer, r *diagnose.Report, o Options) error {
 	if v.Ranks != "" && !v.None {
 		w.prose(v.Ranks, view.T(l, "ranks")+": ", "  ", plain)
 	}
+	if len(v.Groups) > 0 {
+		w.prose(strings.Join(v.Groups, " | "), view.T(l, "groups", len(v.Groups))+": ", "  ", plain)
+	}
+	for _, u := range v.Unrecognized {
+		fmt.Fprintf(&w.b, "\n%s  %s\n", p.yellow("? "+view.T(l, "unrecognized")), p.dim(u.At))
+		w.prose(view.T(l, "unrec_note"), "  ", "  ", plain)
+		w.verbatim("    ", u.Text, plain)
+		if len(u.Nearest) > 0 {
+			w.prose(strings.Join(u.Nearest, ", ")+" ("+u.Sure+")", "  "+view.T(l, "nearest")+": ", "    ", plain)
+		}
+	}
 	for i := range v.Diagnoses {
 		d := &v.Diagnoses[i]
 		w.b.WriteString("\n")

@@ -24,13 +24,25 @@ import (
 // Report is a diagnosis report resolved into one language.
 type Report struct {
 	Lang      string
-	None      bool   // no known error was found
-	Empty     bool   // the input held nothing: no byte was read
-	Count     int    // diagnoses found
-	Read      string // how much was read and checked
-	Env       string // the environment in one line, "" when nothing is known
-	Ranks     string // which rank failed first and why, "" when not a multi-rank log
+	None      bool     // no known error was found
+	Empty     bool     // the input held nothing: no byte was read
+	Count     int      // diagnoses found
+	Read      string   // how much was read and checked
+	Env       string   // the environment in one line, "" when nothing is known
+	Ranks     string   // which rank failed first and why, "" when not a multi-rank log
+	Groups    []string // the inputs of each job, when they are of more than one
 	Diagnoses []Diagnosis
+	// Unrecognized is what looks like the failure when no entry matched.
+	Unrecognized []Unrecognized
+}
+
+// Unrecognized is a line that looks like the failure, not in the
+// knowledge base, with the entries nearest to it.
+type Unrecognized struct {
+	At      string // "train.log:812" or "812"
+	Text    string
+	Nearest []string
+	Sure    string // how close the nearest entry is, in words
 }
 
 // Diagnosis is one known error as it is shown.
@@ -109,8 +121,23 @@ func Build(r *diagnose.Report, lang string) *Report {
 		Env:   EnvLine(r.Environment, lang),
 		Ranks: RanksLine(r.Ranks, lang),
 	}
+	if len(r.Groups) > 1 {
+		for _, g := range r.Groups {
+			v.Groups = append(v.Groups, strings.Join(g, ", "))
+		}
+	}
 	for i, d := range r.Diagnoses {
 		v.Diagnoses = append(v.Diagnoses, diagnosis(d, i+1, lang))
+	}
+	for _, u := range r.Unrecognized {
+		x := Unrecognized{At: strconv.Itoa(u.Line), Text: u.Text, Sure: T(lang, "sure_"+u.Sure)}
+		if u.File != "" {
+			x.At = u.File + ":" + x.At
+		}
+		for _, n := range u.Nearest {
+			x.Nearest = append(x.Nearest, n.ID)
+		}
+		v.Unrecognized = append(v.Unrecognized, x)
 	}
 	return v
 }
