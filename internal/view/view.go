@@ -39,7 +39,7 @@ type Report struct {
 // Unrecognized is a line that looks like the failure, not in the
 // knowledge base, with the entries nearest to it.
 type Unrecognized struct {
-	At      string // "train.log:812" or "812"
+	At      string // "train.log: line 812" or "line 812"
 	Text    string
 	Nearest []string
 	Sure    string // how close the nearest entry is, in words
@@ -130,9 +130,9 @@ func Build(r *diagnose.Report, lang string) *Report {
 		v.Diagnoses = append(v.Diagnoses, diagnosis(d, i+1, lang))
 	}
 	for _, u := range r.Unrecognized {
-		x := Unrecognized{At: strconv.Itoa(u.Line), Text: u.Text, Sure: T(lang, "sure_"+u.Sure)}
+		x := Unrecognized{At: T(lang, "lines", strconv.Itoa(u.Line)), Text: u.Text, Sure: T(lang, "sure_"+u.Sure)}
 		if u.File != "" {
-			x.At = u.File + ":" + x.At
+			x.At = u.File + T(lang, "colon") + x.At
 		}
 		for _, n := range u.Nearest {
 			x.Nearest = append(x.Nearest, n.ID)
