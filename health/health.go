@@ -8,6 +8,7 @@
 package health
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -62,7 +63,25 @@ type Result struct {
 	Lines    int       `json:"lines"`
 	Skipped  int       `json:"skipped_before_since,omitempty"`
 	Undated  int       `json:"undated,omitempty"` // lines kept under Since because they carry no wall-clock stamp
+	// Unjudged are Xid lines no operator entry matched (an Xid number the
+	// knowledge base does not cover): listed, never a reason to drain.
+	Unjudged []Unjudged `json:"unjudged,omitempty"`
 }
+
+// Unjudged is an Xid the knowledge base has no operator rule for.
+type Unjudged struct {
+	Xid       string `json:"xid"`
+	GPU       string `json:"gpu,omitempty"`
+	Count     int    `json:"count"`
+	FirstLine int    `json:"first_line"`
+	Text      string `json:"text"`
+}
+
+// reXid reads the Xid number and bus id of any NVRM Xid line.
+var reXid = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)`)
+
+// maxUnjudged bounds the list (distinct Xid and GPU pairs).
+const maxUnjudged = 64
 
 // Operators returns the entries that carry an operator block.
 func Operators(entries []*kb.Entry) []*kb.Entry {
@@ -96,7 +115,38 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 	skip := false
 	var at float64
 	var atOK bool
+	// An Xid line is held until the next line shows whether an entry
+	// matched it.
+	var pending []byte
+	pendingLine, matched := 0, false
+	unjudged := map[[2]string]*Unjudged{}
+	var order [][2]string
+	settle := func() {
+		if pending == nil || matched || skip {
+			pending = nil
+			return
+		}
+		m := reXid.FindSubmatch(pending)
+		k := [2]string{string(m[2]), strings.ToLower(string(m[1]))}
+		u := unjudged[k]
+		if u == nil {
+			if len(order) >= maxUnjudged {
+				pending = nil
+				return
+			}
+			u = &Unjudged{Xid: k[0], GPU: k[1], FirstLine: pendingLine, Text: string(pending)}
+			unjudged[k] = u
+			order = append(order, k)
+		}
+		u.Count++
+		pending = nil
+	}
 	each := func(line int, text []byte) {
+		settle()
+		if bytes.Contains(text, []byte("NVRM: Xid")) && reXid.Match(text) {
+			pending = append(pending[:0], text[:min(len(text), scan.MaxEvidence)]...)
+			pendingLine, matched = line, false
+		}
 		skip = false
 		at, atOK = eventTime(text)
 		if opt.Since.IsZero() {
@@ -112,6 +162,7 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 		}
 	}
 	hit := func(h scan.Hit) {
+		matched = true
 		if skip {
 			return
 		}
@@ -147,6 +198,10 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 	res.Lines = st.Lines
 	if err != nil {
 		return nil, err
+	}
+	settle()
+	for _, k := range order {
+		res.Unjudged = append(res.Unjudged, *unjudged[k])
 	}
 	for _, f := range found {
 		f.Drain, f.Why = judge(f, repeats)

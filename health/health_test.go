@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,24 @@ func TestCheck(t *testing.T) {
 				t.Errorf("drain %v skipped %d findings %+v\nwant drain %v skipped %d findings %+v", res.Drain, res.Skipped, got, tt.drain, tt.skipped, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnjudged lists Xid numbers no entry covers, without draining.
+func TestUnjudged(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "xid-unknown.dmesg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := Check(entries(t), f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unjudged{{Xid: "8", GPU: "0000:01:00", Count: 2, FirstLine: 2,
+		Text: "[20418.551203] NVRM: Xid (PCI:0000:01:00): 8, pid=30112, name=python, Channel 00000010"}}
+	if res.Drain || len(res.Findings) != 1 || res.Findings[0].ID != "driver/xid-43-channel-stopped" || !slices.Equal(res.Unjudged, want) {
+		t.Errorf("drain %v findings %+v unjudged %+v", res.Drain, res.Findings, res.Unjudged)
 	}
 }
 

@@ -302,6 +302,12 @@ func writeCheckText(w io.Writer, res *health.Result, source string) {
 		fmt.Fprintf(w, "    line %d: %s\n", f.FirstLine, f.Text)
 		fmt.Fprintf(w, "    gpudx kb show %s\n", f.ID)
 	}
+	if len(res.Unjudged) > 0 {
+		fmt.Fprintln(w, "\nNot judged (no operator rule in the knowledge base):")
+		for _, u := range res.Unjudged {
+			fmt.Fprintf(w, "  Xid %s on GPU %s, %d lines, first at line %d: %s\n", u.Xid, u.GPU, u.Count, u.FirstLine, u.Text)
+		}
+	}
 	fmt.Fprintf(w, "\nRead %d lines from %s.", res.Lines, source)
 	if res.Skipped > 0 {
 		fmt.Fprintf(w, " %d lines before --since skipped.", res.Skipped)

@@ -60,6 +60,10 @@ func TestCheckText(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, r.out)
 		}
 	}
+	r = run(t, "", nil, "check", "--kernel-log", "../../health/testdata/xid-unknown.dmesg")
+	if want := "\nNot judged (no operator rule in the knowledge base):\n  Xid 8 on GPU 0000:01:00, 2 lines, first at line 2: [20418.551203] NVRM: Xid (PCI:0000:01:00): 8, pid=30112, name=python, Channel 00000010\n"; r.code != 0 || !strings.Contains(r.out, want) {
+		t.Errorf("unknown Xid: exit %d\n%s", r.code, r.out)
+	}
 	r = run(t, "", nil, "check", "--format", "json", "--kernel-log", "-")
 	if r.code != 0 || !strings.Contains(r.out, `"drain": false`) || !strings.Contains(r.out, `"source": "standard input"`) {
 		t.Errorf("json on empty stdin: exit %d\n%s%s", r.code, r.out, r.err)
