@@ -24,10 +24,10 @@ import (
 
 // Options tune a check.
 type Options struct {
-	// Since, when set, skips lines whose own wall-clock timestamp is
-	// earlier (journalctl -o short-iso or RFC 3339 stamps at the start
-	// of the line). Lines without such a stamp are kept and counted in
-	// Result.Undated.
+	// Since, when set, skips event lines whose own wall-clock timestamp
+	// is earlier (journalctl -o short-iso or RFC 3339 stamps at the start
+	// of the line). Event lines without such a stamp are kept and counted
+	// in Result.Undated.
 	Since time.Time
 	// Repeats is how many events of an "if_repeats" entry on one GPU
 	// drain the node; 0 means DefaultRepeats.
@@ -61,8 +61,8 @@ type Result struct {
 	Drain    bool      `json:"drain"`
 	Findings []Finding `json:"findings"` // drains first, then by severity, then by first line
 	Lines    int       `json:"lines"`
-	Skipped  int       `json:"skipped_before_since,omitempty"`
-	Undated  int       `json:"undated,omitempty"` // lines kept under Since because they carry no wall-clock stamp
+	Skipped  int       `json:"skipped_before_since,omitempty"` // event lines before Since
+	Undated  int       `json:"undated,omitempty"`              // event lines kept under Since because they carry no wall-clock stamp
 	// Unjudged are Xid lines no operator entry matched (an Xid number the
 	// knowledge base does not cover): listed, never a reason to drain.
 	Unjudged []Unjudged `json:"unjudged,omitempty"`
@@ -82,6 +82,14 @@ var reXid = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-
 
 // maxUnjudged bounds the list (distinct Xid and GPU pairs).
 const maxUnjudged = 64
+
+type visitor struct {
+	line func(int, []byte)
+	hit  func(scan.Hit)
+}
+
+func (v visitor) Line(n int, text []byte) bool { v.line(n, text); return false }
+func (v visitor) Hit(h scan.Hit)               { v.hit(h) }
 
 // Operators returns the entries that carry an operator block.
 func Operators(entries []*kb.Entry) []*kb.Entry {
@@ -113,8 +121,7 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 	found := map[key]*Finding{}
 	res := &Result{}
 	skip := false
-	var at float64
-	var atOK bool
+	var cur []byte // the line being scanned; valid during its hits
 	// An Xid line is held until the next line shows whether an entry
 	// matched it.
 	var pending []byte
@@ -148,7 +155,7 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 			pendingLine, matched = line, false
 		}
 		skip = false
-		at, atOK = eventTime(text)
+		cur = text
 		if opt.Since.IsZero() {
 			return
 		}
@@ -184,6 +191,7 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 				Text: h.Text, Operator: *e.Operator}
 			found[k] = f
 		}
+		at, atOK := eventTime(cur)
 		// NVIDIA prints several lines for one event (Xid 13's SM
 		// exception, then its ESR line): lines with the same time, or
 		// adjacent lines without one, are one event.
@@ -194,7 +202,10 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 		f.Count++
 		f.lastLine, f.lastAt, f.lastOK = h.Line, at, atOK
 	}
-	st, err := s.ScanLines(r, hit, each)
+	// Only Xid lines and lines with hits are looked at: the rest of a
+	// kernel log is never read twice.
+	plan := s.CachedPlan("health.Check", func() scan.Gate { return scan.Gate{Literals: []string{"NVRM: Xid"}} })
+	st, err := plan.Visit(r, visitor{each, hit})
 	res.Lines = st.Lines
 	if err != nil {
 		return nil, err
@@ -283,6 +294,9 @@ var stampLayouts = []string{"2006-01-02T15:04:05-0700", "2006-01-02T15:04:05.999
 
 // Stamp reads the wall-clock timestamp that starts a line, if any.
 func Stamp(line []byte) (time.Time, bool) {
+	if len(line) < 20 || line[4] != '-' || line[10] != 'T' {
+		return time.Time{}, false
+	}
 	s := string(line[:min(len(line), 40)])
 	if i := strings.IndexByte(s, ' '); i > 0 {
 		s = s[:i]

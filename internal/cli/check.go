@@ -310,10 +310,10 @@ func writeCheckText(w io.Writer, res *health.Result, source string) {
 	}
 	fmt.Fprintf(w, "\nRead %d lines from %s.", res.Lines, source)
 	if res.Skipped > 0 {
-		fmt.Fprintf(w, " %d lines before --since skipped.", res.Skipped)
+		fmt.Fprintf(w, " %d event lines before --since skipped.", res.Skipped)
 	}
 	if res.Undated > 0 {
-		fmt.Fprintf(w, " %d lines carry no wall-clock time and were kept.", res.Undated)
+		fmt.Fprintf(w, " %d event lines carry no wall-clock time and were kept.", res.Undated)
 	}
 	fmt.Fprintf(w, " NVML %s.\n", nvmlNote)
 }
