@@ -186,3 +186,10 @@ func sameRelease(v facts.V, affected string) bool {
 	}
 	return true
 }
+
+// VersionNotes compares an entry's version rows marked "fixed" with the
+// installed versions, as a diagnosis does (see VersionNote); fixedForYou
+// is true when the installed versions rule out every current row.
+func VersionNotes(e *kb.Entry, environment env.Environment) (notes []VersionNote, fixedForYou bool) {
+	return versionNotes(e, environment)
+}

@@ -132,7 +132,7 @@ func testStdioTools(t *testing.T, bin, db string) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"analyze_memory_snapshot", "diagnose_log", "get_entry", "list_domains", "lookup_error", "report_outcome", "search_entries"}
+	want := []string{"analyze_memory_snapshot", "check_versions", "diagnose_log", "error_chain", "get_entry", "list_domains", "lookup_error", "lookup_errors", "report_outcome", "search_entries"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

@@ -1,6 +1,8 @@
 // Package mcpserver exposes gpudx to AI coding agents over the Model
-// Context Protocol: diagnose a log, look an error up, read an entry, search,
-// list the domains, analyze a memory snapshot and report an outcome.
+// Context Protocol: diagnose a log, look one error or many up, read an
+// entry, follow its error chain, check installed versions, search, list
+// the domains, analyze a memory snapshot and report an outcome; entries are
+// resources (gpudx://entries/{domain}/{slug}) and the common tasks prompts.
 //
 // Every tool answers twice: structured content an agent can read field by
 // field (its schema is the tool's output schema), and a short text that
@@ -47,6 +49,7 @@ const (
 const instructions = `gpudx diagnoses GPU job failures (CUDA errors, out-of-memory, NCCL timeouts, Xid events) from logs against a curated knowledge base.
 Start with diagnose_log on the failing job's output, or lookup_error for one error line or name. Each answer lists the root cause first, then dead ends (fixes that people try and that do not help; do not try them first) and then workarounds with success rates and whether their condition holds for this log.
 For an out-of-memory error with a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot), analyze_memory_snapshot says why the request could not fit and which code holds the memory.
+For many error lines at once use lookup_errors; error_chain tells causes from symptoms; check_versions says which known problems the installed versions (gpudx env --format json, nvidia-smi, collect_env) have. Entries are also resources at gpudx://entries/{domain}/{slug}.
 After trying a workaround or a dead end, call report_outcome with the entry id, kind and index from the answer, so that the rates improve.`
 
 // New returns an MCP server with gpudx's tools, answering from svc.
@@ -65,6 +68,11 @@ func New(svc *service.Service, opt Options) *mcp.Server {
 	h.addDomains(s)
 	h.addSnapshot(s)
 	h.addReport(s)
+	h.addBatchLookup(s)
+	h.addChain(s)
+	h.addVersions(s)
+	h.addResources(s)
+	h.addPrompts(s)
 	return s
 }
 

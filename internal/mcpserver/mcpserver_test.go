@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var toolNames = []string{"analyze_memory_snapshot", "diagnose_log", "get_entry", "list_domains",
-	"lookup_error", "report_outcome", "search_entries"}
+var toolNames = []string{"analyze_memory_snapshot", "check_versions", "diagnose_log", "error_chain", "get_entry", "list_domains",
+	"lookup_error", "lookup_errors", "report_outcome", "search_entries"}
 
 // TestHTTP lists and calls every tool over streamable HTTP, as gpudx serve
 // mounts it at /mcp, with a real SQLite outcome store.
