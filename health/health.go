@@ -109,9 +109,9 @@ func Check(entries []*kb.Entry, r io.Reader, opt Options) (*Result, error) {
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("no entry in the knowledge base carries an operator block")
 	}
-	s, errs := scan.New(ops)
-	if len(errs) > 0 {
-		return nil, errs[0]
+	s, err := scan.New(ops)
+	if err != nil {
+		return nil, err
 	}
 	repeats := opt.Repeats
 	if repeats <= 0 {
