@@ -281,9 +281,12 @@ type Operator struct {
 	NextZh string `json:"next_zh"`
 }
 
-// Values an Operator's fields may take.
+// Severities are the values of Operator.Severity, most severe first
+// (gpudx check ranks events by it).
+var Severities = []string{"critical", "error", "warning", "info"}
+
+// Values the other Operator fields may take.
 var (
-	severities   = []string{"critical", "error", "warning", "info"}
 	faults       = []string{"hardware", "application", "driver", "either"}
 	drainChoices = []string{"yes", "no", "if_repeats"}
 )

@@ -640,7 +640,7 @@ func checkOperator(e *Entry, add func(field, msg string)) {
 		}
 		return
 	}
-	checkEnum("operator.severity", o.Severity, severities, add)
+	checkEnum("operator.severity", o.Severity, Severities, add)
 	checkEnum("operator.fault", o.Fault, faults, add)
 	checkEnum("operator.drain", o.Drain, drainChoices, add)
 	if !actionRE.MatchString(o.Action) {
