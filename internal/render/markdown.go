@@ -67,6 +67,9 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 			if len(m.Figures) > 0 {
 				fmt.Fprintf(&b, "_%s_\n\n", figureLine(m.Figures))
 			}
+			if m.Self != "" {
+				fmt.Fprintf(&b, "_%s._\n\n", mdEscape(m.Self))
+			}
 			for _, a := range m.Advice {
 				fmt.Fprintf(&b, "- %s\n", mdEscape(a))
 			}

@@ -156,6 +156,9 @@ func (w *tw) full(d *view.Diagnosis) {
 		if len(m.Figures) > 0 {
 			w.prose(figureLine(m.Figures), "    ", "    ", p.dim)
 		}
+		if m.Self != "" {
+			w.prose(m.Self+".", "    ", "    ", p.dim)
+		}
 		for _, a := range m.Advice {
 			w.prose(a, "    → ", "      ", plain)
 		}

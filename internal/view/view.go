@@ -85,6 +85,7 @@ type Memory struct {
 	Verdict string
 	Reason  string
 	Figures []Fact // localised names, formatted sizes
+	Self    string // which listed process is this one, and why; "" when none is
 	Advice  []string
 }
 
@@ -320,7 +321,7 @@ func memory(d *diagnose.Diagnosis, l string) *Memory {
 	if m == nil {
 		return nil
 	}
-	v := &Memory{Reason: Pick(l, m.Reason, m.ReasonZh)}
+	v := &Memory{Reason: Pick(l, m.Reason, m.ReasonZh), Self: Pick(l, m.SelfWhy, m.SelfWhyZh)}
 	if v.Verdict = T(l, "v_"+string(m.Verdict)); v.Verdict == "v_"+string(m.Verdict) {
 		v.Verdict = strings.ReplaceAll(string(m.Verdict), "_", " ")
 	}

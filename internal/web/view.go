@@ -66,6 +66,7 @@ type idLink struct{ ID, Href string }
 type memoryView struct {
 	Verdict string
 	Reason  string
+	Self    string // which listed process is this one, and why
 	Figures []fact
 	Advice  []string
 }
@@ -174,7 +175,7 @@ func resultView(rep *diagnose.Report, l string) resultBody {
 			c.Evidence = append(c.Evidence, evidence{Line: e.Line, File: e.File, Text: e.Text})
 		}
 		if m := d.Memory; m != nil {
-			c.Memory = &memoryView{Verdict: m.Verdict, Reason: m.Reason, Figures: factsOf(m.Figures), Advice: m.Advice}
+			c.Memory = &memoryView{Verdict: m.Verdict, Reason: m.Reason, Figures: factsOf(m.Figures), Self: m.Self, Advice: m.Advice}
 		}
 		for _, x := range d.DeadEnds {
 			c.DeadEnds = append(c.DeadEnds, fromView(x))
