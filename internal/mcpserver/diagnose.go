@@ -32,6 +32,9 @@ type DiagnoseOut struct {
 	Lines       int             `json:"lines" jsonschema:"lines read"`
 	Bytes       int64           `json:"bytes" jsonschema:"bytes read"`
 	Entries     int             `json:"entries" jsonschema:"knowledge-base entries checked"`
+	// Unrecognized is what looks like the failure when no entry matched
+	// it, as in gpudx diagnose --format json.
+	Unrecognized []diagnose.Unrecognized `json:"unrecognized,omitempty" jsonschema:"lines that look like the failure but match no entry, with the nearest entries and how sure that is"`
 }
 
 // Ranks says which rank of a distributed job failed first.
@@ -196,6 +199,8 @@ func diagnoseOut(rep *diagnose.Report) *DiagnoseOut {
 		Lines:       rep.Stats.Lines,
 		Bytes:       rep.Stats.Bytes,
 		Entries:     rep.Stats.Entries,
+
+		Unrecognized: rep.Unrecognized,
 	}
 	if rk := rep.Ranks; rk != nil {
 		out.Ranks = &Ranks{FirstFailed: rk.FirstFailed, Failed: nonNil(rk.Failed), OnlyWaited: nonNil(rk.OnlyWaited),
@@ -277,7 +282,18 @@ func nonNil[T any](s []T) []T {
 func diagnoseText(v *view.Report) string {
 	var b strings.Builder
 	if v.None {
-		fmt.Fprintf(&b, "No known GPU error found (%s). If the job failed, the error may be one gpudx does not know: try lookup_error with the last error line, or search_entries with its words.\n", v.Read)
+		fmt.Fprintf(&b, "No known GPU error found (%s).", v.Read)
+		if len(v.Unrecognized) == 0 {
+			b.WriteString(" If the job failed, the error may be one gpudx does not know: try lookup_error with the last error line, or search_entries with its words.\n")
+			return b.String()
+		}
+		b.WriteString(" These lines look like the failure but no entry matches them:\n")
+		for _, u := range v.Unrecognized {
+			fmt.Fprintf(&b, "- %s: %s\n", u.At, view.Clip(u.Text, 300))
+			if len(u.Nearest) > 0 {
+				fmt.Fprintf(&b, "  nearest entries: %s (%s)\n", strings.Join(u.Nearest, ", "), u.Sure)
+			}
+		}
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%s (%s).\n", view.T(v.Lang, "found", v.Count), v.Read)
@@ -303,7 +319,10 @@ func diagnoseText(v *view.Report) string {
 		if d.Kind != "root" {
 			label = "Found"
 		}
-		fmt.Fprintf(&b, "\n%s: %s (%s)\n  %s\n", label, d.ID, d.Where(v.Lang, ", "), view.Clip(d.Signature, 200))
+		fmt.Fprintf(&b, "\n%s: %s (%s)\n  %s\n", label, d.ID, d.Where(v.Lang, ", "), d.Title)
+		if len(d.Evidence) > 0 {
+			fmt.Fprintf(&b, "  line %d: %s\n", d.Evidence[0].Line, view.Clip(d.Evidence[0].Text, 300))
+		}
 		if m := d.Memory; m != nil {
 			fmt.Fprintf(&b, "  Memory: %s: %s\n", m.Verdict, m.Reason)
 		}

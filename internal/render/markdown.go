@@ -31,6 +31,15 @@ func Markdown(w io.Writer, r *diagnose.Report, o Options) error {
 	if v.Ranks != "" && !v.None {
 		fmt.Fprintf(&b, "\n**%s:** %s\n", view.T(l, "ranks"), mdEscape(v.Ranks))
 	}
+	if len(v.Groups) > 0 {
+		fmt.Fprintf(&b, "\n**%s:** %s\n", view.T(l, "groups", len(v.Groups)), mdEscape(strings.Join(v.Groups, " | ")))
+	}
+	for _, u := range v.Unrecognized {
+		fmt.Fprintf(&b, "\n### %s — %s\n\n%s\n\n```\n%s\n```\n", view.T(l, "unrecognized"), u.At, view.T(l, "unrec_note"), u.Text)
+		if len(u.Nearest) > 0 {
+			fmt.Fprintf(&b, "\n%s: `%s` (%s)\n", view.T(l, "nearest"), strings.Join(u.Nearest, "`, `"), u.Sure)
+		}
+	}
 	for i := range v.Diagnoses {
 		d := &v.Diagnoses[i]
 		head := view.T(l, "root")

@@ -201,3 +201,26 @@ func TestTextChecks(t *testing.T) {
 		"    1. Run with CUDA_LAUNCH_BLOCKING=1 (works ~70%, estimate)",
 	})
 }
+
+// A failure no entry matches is shown as such, with the nearest entries.
+func TestUnrecognized(t *testing.T) {
+	r := &diagnose.Report{Stats: diagnose.Stats{Lines: 5, Bytes: 185, Entries: 282},
+		Unrecognized: []diagnose.Unrecognized{{Kind: "exception", Line: 5, File: "train.log",
+			Text:    "RuntimeError: CUDA driver error: CUDA_ERROR_SOMETHING_NEW",
+			Nearest: []diagnose.Nearest{{ID: "cuda/unknown-error", Score: 40}}, Sure: "weak"}}}
+	var b bytes.Buffer
+	Text(&b, r, Options{Width: 80})
+	inOrder(t, "text", b.String(), []string{
+		"No known GPU error found.",
+		"? NOT IN THE KNOWLEDGE BASE  train.log: line 5",
+		"  no entry matched; this line looks like the failure",
+		"    RuntimeError: CUDA driver error: CUDA_ERROR_SOMETHING_NEW",
+		"  nearest entries: cuda/unknown-error (weak: a few words match)",
+	})
+	b.Reset()
+	Markdown(&b, r, Options{Lang: "zh"})
+	inOrder(t, "markdown", b.String(), []string{
+		"### 知识库中没有 — train.log：第 5 行",
+		"最接近的条目: `cuda/unknown-error` (较弱：只有少数词语一致)",
+	})
+}

@@ -12,16 +12,19 @@ import (
 // page's cards: links between cards, sources as links, version tables.
 
 type resultBody struct {
-	Headline string
-	None     bool
-	NoneNote string
-	Read     string
-	Source   string
-	Ignored  bool
-	Env      string
-	Ranks    string
-	Cards    []card
-	Form     formBody // the log again, to change and resend
+	// Unrecognized: lines that look like the failure where no entry
+	// matched.
+	Unrecognized []view.Unrecognized
+	Headline     string
+	None         bool
+	NoneNote     string
+	Read         string
+	Source       string
+	Ignored      bool
+	Env          string
+	Ranks        string
+	Cards        []card
+	Form         formBody // the log again, to change and resend
 }
 
 // card is one diagnosis.
@@ -115,7 +118,7 @@ func sources(ss []string) []source {
 // face reads.
 func resultView(rep *diagnose.Report, l string) resultBody {
 	v := view.Build(rep, l)
-	b := resultBody{Read: v.Read, Env: v.Env}
+	b := resultBody{Read: v.Read, Env: v.Env, Unrecognized: v.Unrecognized}
 	if v.None {
 		b.None = true
 		b.Headline = tr(l, "none")
