@@ -121,7 +121,7 @@ GPU errors is built into the binary.`,
 		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.AddCommand(newDiagnoseCmd(io), newEnvCmd(io), newKBCmd(io), newMemCmd(io), newVersionCmd(io),
-		newServeCmd(io), newMCPCmd(io), newReportCmd(io), newRunCmd(io))
+		newServeCmd(io), newMCPCmd(io), newReportCmd(io), newRunCmd(io), newWatchCmd(io))
 	return root
 }
 
