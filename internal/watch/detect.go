@@ -123,15 +123,8 @@ func (f *feeder) Hit(h scan.Hit) {
 // and returns the events they make.
 func (d *Detector) Feed(source string, lines []byte, now time.Time) []Event {
 	s := d.state(source)
-	var buf bytes.Buffer
-	nums := make([]int, 0, len(s.context)+bytes.Count(lines, []byte("\n"))+1)
-	for _, l := range s.context {
-		buf.Write(l.text)
-		buf.WriteByte('\n')
-		nums = append(nums, l.n)
-	}
 	lastCtx := s.line
-	ctxN := len(nums)
+	nums := make([]int, 0, bytes.Count(lines, []byte("\n"))+1)
 	for i, rest := 0, lines; len(rest) > 0; i++ {
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 {
@@ -140,18 +133,13 @@ func (d *Detector) Feed(source string, lines []byte, now time.Time) []Event {
 		nums = append(nums, s.line+i+1)
 		rest = rest[j+1:]
 	}
-	newLines := len(nums) - ctxN
-	buf.Write(lines)
+	s.line += len(nums)
 	nums = append(nums, 0) // a line past the end, if lines lacks its '\n'
 
-	col := diagnose.NewCollector(d.sc.Entries())
-	col.File(source)
+	// The new lines alone: what they count, per entry and GPU.
 	counted := map[string]int{}
 	gpus := map[string]map[string]bool{}
-	col.OnCount(func(h scan.Hit) {
-		if h.Line <= lastCtx {
-			return // context, counted when it was read
-		}
+	rep, shown := d.diagnose(source, lines, nums, func(h scan.Hit) {
 		e := d.sc.Entries()[h.Entry]
 		counted[e.ID]++
 		g := gpuOf(h)
@@ -165,33 +153,53 @@ func (d *Detector) Feed(source string, lines []byte, now time.Time) []Event {
 			d.OnHit(Hit{Entry: e, GPU: g})
 		}
 	})
-	f := &feeder{c: col, nums: nums}
-	st, _ := d.plan.Visit(bytes.NewReader(buf.Bytes()), f)
-	col.AddStats(st)
-	rep := col.Report()
-	s.line += newLines
-
+	// A diagnosis new to the incident is ranked again with the context
+	// before it (the error that caused it may have come in an earlier
+	// read). Repeats, the common case in a flood, skip this.
+	byID := map[string]*diagnose.Diagnosis{}
+	for _, dg := range rep.Diagnoses {
+		byID[dg.ID] = dg
+	}
+	for _, dg := range rep.Diagnoses {
+		if counted[dg.ID] > 0 && s.seen[dg.ID] == nil && len(s.context) > 0 {
+			var buf bytes.Buffer
+			cn := make([]int, 0, len(s.context)+len(nums))
+			for _, l := range s.context {
+				buf.Write(l.text)
+				buf.WriteByte('\n')
+				cn = append(cn, l.n)
+			}
+			buf.Write(lines)
+			full, _ := d.diagnose(source, buf.Bytes(), append(cn, nums...), nil)
+			for _, x := range full.Diagnoses {
+				if byID[x.ID] != nil {
+					byID[x.ID] = x
+				}
+			}
+			break
+		}
+	}
 	// Keep what the collector was shown of the new lines as context (the
 	// text is only valid during Line: copy it).
-	for _, l := range f.shown {
+	for _, l := range shown {
 		if l.n > lastCtx {
 			s.addContext(ctxLine{l.n, append([]byte(nil), l.text...)})
 		}
 	}
 
 	var events []Event
-	for _, dg := range rep.Diagnoses {
-		n := counted[dg.ID]
+	for _, x := range rep.Diagnoses {
+		n := counted[x.ID]
 		if n == 0 {
 			continue
 		}
+		dg := byID[x.ID]
 		s.lastHit = now
 		sn := s.seen[dg.ID]
 		if sn == nil {
-			sn = &seen{last: dg, lastEvent: now, gpus: gpus[dg.ID]}
+			sn = &seen{last: dg, lastEvent: now}
 			s.seen[dg.ID] = sn
-			events = append(events, Event{Time: now, Source: source, Event: "new", Occurrences: n, GPUs: sorted(sn.gpus), Diagnosis: dg})
-			sn.gpus = nil
+			events = append(events, Event{Time: now, Source: source, Event: "new", Occurrences: n, GPUs: sorted(gpus[dg.ID]), Diagnosis: dg})
 			continue
 		}
 		sn.last, sn.pending = dg, sn.pending+n
@@ -208,6 +216,21 @@ func (d *Detector) Feed(source string, lines []byte, now time.Time) []Event {
 		}
 	}
 	return events
+}
+
+// diagnose reads text (whole lines, numbered by nums) with a fresh
+// collector and returns its report and the lines it was shown (their text
+// valid only until the next scan).
+func (d *Detector) diagnose(source string, text []byte, nums []int, onCount func(scan.Hit)) (*diagnose.Report, []ctxLine) {
+	col := diagnose.NewCollector(d.sc.Entries())
+	col.File(source)
+	if onCount != nil {
+		col.OnCount(onCount)
+	}
+	f := &feeder{c: col, nums: nums}
+	st, _ := d.plan.Visit(bytes.NewReader(text), f)
+	col.AddStats(st)
+	return col.Report(), f.shown
 }
 
 func (sn *seen) repeated(now time.Time, source string) Event {
