@@ -43,7 +43,9 @@ output is diagnosed as it streams, and only a tail (--tail bytes) is kept.
 
 The command runs in a process group of its own; SIGINT, SIGTERM, SIGHUP
 and SIGQUIT sent to gpudx are forwarded to that group once. Its standard
-input is gpudx's. A Python job writing to a pipe buffers its output: set
+input is gpudx's; when that is a terminal, the command stays in gpudx's
+process group (so that it may read the terminal), gets Ctrl-C from the
+terminal itself, and only SIGTERM is forwarded. A Python job writing to a pipe buffers its output: set
 PYTHONUNBUFFERED=1 to see it live.
 
 Exit status: the command's own; 128+N when it was killed by signal N (as
@@ -155,7 +157,7 @@ func runRun(env *IO, o runOpts, args []string) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	res, runErr := jobrun.Run(jobrun.Options{Args: args, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
-		Lines: lines, TailBytes: o.tail, Signals: sigs})
+		Lines: lines, TailBytes: o.tail, Signals: sigs, Foreground: env.Terminal(env.In)})
 	pw.Close()
 	<-scanned
 	if se, ok := runErr.(*jobrun.StartError); ok {

@@ -32,6 +32,13 @@ type Options struct {
 	// Signals are forwarded to the command (to its process group) as they
 	// arrive; the caller decides which (signal.Notify).
 	Signals <-chan os.Signal
+	// Foreground keeps the command in gpudx's process group, for a
+	// command whose standard input is a terminal: in a group of its own
+	// it would be stopped (SIGTTIN) when it read from it. The signals a
+	// terminal or a shell sends the whole group (SIGINT, SIGQUIT, SIGHUP)
+	// then reach the command directly and are not forwarded again; only
+	// SIGTERM, which is sent to one process, is.
+	Foreground bool
 	// WaitDelay bounds how long output is still read after the command
 	// exits, when a process it started keeps the pipes open (0: 5s).
 	WaitDelay time.Duration
@@ -81,7 +88,9 @@ func Run(o Options) (*Result, error) {
 	errW := &stream{pass: o.Stderr, m: m}
 	cmd := exec.Command(o.Args[0], o.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, outW, errW
-	setGroup(cmd)
+	if !o.Foreground {
+		setGroup(cmd)
+	}
 	cmd.WaitDelay = o.WaitDelay
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
@@ -99,7 +108,11 @@ func Run(o Options) (*Result, error) {
 		for {
 			select {
 			case s := <-o.Signals:
-				signalGroup(cmd.Process, s)
+				if !o.Foreground {
+					signalGroup(cmd.Process, s)
+				} else if s == syscall.SIGTERM {
+					cmd.Process.Signal(s)
+				}
 			case <-done:
 				return
 			}

@@ -128,3 +128,29 @@ func TestStartError(t *testing.T) {
 		t.Fatalf("err = %#v, want a StartError with code 126", err)
 	}
 }
+
+// TestForegroundForwardsTermOnly: a command left in gpudx's process group
+// (its input is a terminal) gets the terminal's SIGINT from the terminal
+// itself, so Run does not send it again; SIGTERM is forwarded.
+func TestForegroundForwardsTermOnly(t *testing.T) {
+	needSh(t)
+	var out syncBuffer
+	sigs := make(chan os.Signal, 2)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), "ready") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+		time.Sleep(200 * time.Millisecond)
+		sigs <- syscall.SIGTERM
+	}()
+	res, err := Run(Options{Args: []string{"sh", "-c", `trap 'echo got INT' INT; trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.05; done`},
+		Stdout: &out, Signals: sigs, Foreground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 42 || out.String() != "ready\ngot TERM\n" {
+		t.Errorf("status %d, output %q; want 42, \"ready\\ngot TERM\\n\"", res.ExitCode, out.String())
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -225,7 +224,7 @@ func TestKmsg(t *testing.T) {
 	})
 	t.Run("fifo", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "kmsg")
-		if err := syscall.Mkfifo(p, 0o600); err != nil {
+		if err := mkfifo(p); err != nil {
 			t.Skipf("mkfifo: %v", err)
 		}
 		w := start(t, Config{Kernel: p})
