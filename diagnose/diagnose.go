@@ -245,6 +245,7 @@ type Collector struct {
 	groups   map[int]*group
 	subsumed map[int]map[int]bool // entry -> entries that took its place on some line
 	stats    Stats
+	onCount  func(scan.Hit)
 	file     string // the current input's name ("" for a single input)
 	fileIdx  int    // and its position
 	memory   []bool // entries whose message is an out-of-memory report
@@ -383,6 +384,11 @@ func (c *Collector) Settled(e int) bool {
 	return !c.plain && e >= 0 && e < len(c.settled) && c.settled[e].Load()
 }
 
+// OnCount has fn called with each hit as it is counted for its entry (a
+// hit folded into a more specific entry's is not), so that a caller
+// following a stream can count occurrences line by line.
+func (c *Collector) OnCount(fn func(scan.Hit)) { c.onCount = fn }
+
 // reBFCSummary is a line of the summary TensorFlow's and XLA's BFC
 // allocator print before an out-of-memory error: the name alone, then the
 // byte count ("Limit:                 10990990131").
@@ -509,6 +515,9 @@ func (c *Collector) moreSpecific(a, b int) bool {
 func (c *Collector) note(h scan.Hit, subsumed bool) {
 	if subsumed {
 		return
+	}
+	if c.onCount != nil {
+		c.onCount(h)
 	}
 	ev := Evidence{File: c.file, Line: h.Line, Text: h.Text}
 	g := c.groups[h.Entry]

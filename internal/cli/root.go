@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,10 +66,14 @@ func StdIO() *IO {
 }
 
 // Run executes gpudx with args and returns the process exit code.
-func Run(args []string, io *IO) int {
+func Run(args []string, io *IO) int { return RunContext(context.Background(), args, io) }
+
+// RunContext is Run with a context that ends long-running commands
+// (watch) when it is done.
+func RunContext(ctx context.Context, args []string, io *IO) int {
 	root := newRoot(io)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -121,7 +126,7 @@ GPU errors is built into the binary.`,
 		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.AddCommand(newDiagnoseCmd(io), newEnvCmd(io), newKBCmd(io), newMemCmd(io), newVersionCmd(io),
-		newServeCmd(io), newMCPCmd(io), newReportCmd(io), newCheckCmd(io))
+		newServeCmd(io), newMCPCmd(io), newReportCmd(io), newCheckCmd(io), newRunCmd(io), newWatchCmd(io))
 	return root
 }
 
