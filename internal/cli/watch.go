@@ -47,7 +47,9 @@ cause and what to do. Sources:
 A diagnosis seen again within --window is counted, not printed again; while
 it keeps occurring, a summary of its repeats is reported once per window,
 and when a source has been quiet for a window its incident closes (the
-next error there is new again). Memory stays bounded however long it runs.
+next error there is new again). Line numbers count from where following
+began (a file's start when read from it). Memory stays bounded however
+long it runs.
 
 --format jsonl writes one JSON object a line per event: "event" (new or
 repeated), "time", "source", "occurrences", "gpus", and the fields of a
