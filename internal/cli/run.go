@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -143,8 +142,9 @@ func runRun(env *IO, o runOpts, args []string) error {
 	}
 
 	// The merged output is diagnosed as it streams, on its own goroutine.
+	// One stream, as one input of diagnose: no file name (the job's command
+	// line would stand in front of every line number).
 	col := diagnose.NewCollector(sc.Entries())
-	col.File(strings.Join(args, " "))
 	pr, pw := io.Pipe()
 	scanned := make(chan error, 1)
 	go func() {
