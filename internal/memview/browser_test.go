@@ -3,6 +3,7 @@ package memview
 import (
 	"bytes"
 	"context"
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,31 +19,12 @@ import (
 	"github.com/gpudx/gpudx/snapshot"
 )
 
-// chromium returns the browser to drive, skipping the test when there is
-// none (and failing when GPUDX_REQUIRE_SERVICES=1), as internal/web's
-// browser test does.
-func chromium(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("GPUDX_CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(path); err != nil {
-		msg := "no Chromium at " + path + " (set GPUDX_CHROMIUM; .ci/run installs Debian's chromium)"
-		if os.Getenv("GPUDX_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return path
-}
-
 // TestActiveTimelineBrowser opens the one-file page of a snapshot with a
 // trace in Chromium, moves the mouse onto a band of the active-memory
 // timeline, and reads its tooltip: the band's size, site and stack. A
 // click pins it: hovering another band then leaves the tooltip as it was.
 func TestActiveTimelineBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := sharedtest.Chromium(t)
 	s, err := snapshot.ReadFile("../../snapshot/testdata/hand-p4.pickle")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/gpudx/gpudx/internal/sharedtest"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,24 +17,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// chromium returns the browser to drive, skipping the test when there is
-// none (and failing when GPUDX_REQUIRE_SERVICES=1, as in CI).
-func chromium(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("GPUDX_CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(path); err != nil {
-		msg := "no Chromium at " + path + " (set GPUDX_CHROMIUM; .ci/run installs Debian's chromium)"
-		if os.Getenv("GPUDX_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return path
-}
-
 // TestBrowser drives a real Chromium through the page as a person would:
 // paste a log, submit it with the keyboard, read the root cause, open its
 // entry, switch to Chinese. Each step leaves a screenshot.
@@ -41,7 +24,7 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real Chromium for a minute or more; runs without -short (.ci/run)")
 	}
-	exe := chromium(t)
+	exe := sharedtest.Chromium(t)
 	srv := httptest.NewServer(New(newService(t, nil), Options{Version: "test"}))
 	defer srv.Close()
 	log := string(readFile(t, "../../examples/ddp-oom.log"))
