@@ -113,6 +113,7 @@ func newKBListCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
 
 func newKBShowCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
 	var format, lang, color string
+	var width int
 	cmd := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show one entry in full",
@@ -148,12 +149,13 @@ func newKBShowCmd(env *IO, load func() (*kb.Base, error)) *cobra.Command {
 			if format == "json" {
 				return render.WriteJSON(env.Out, e)
 			}
-			return render.EntryText(env.Out, e, render.Options{Lang: lang, Color: c})
+			return render.EntryText(env.Out, e, render.Options{Lang: lang, Color: c, Width: textWidth(env, width)})
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text or json")
 	cmd.Flags().StringVar(&lang, "lang", "en", "language: en or zh")
 	cmd.Flags().StringVar(&color, "color", "auto", "colour: auto, always or never")
+	cmd.Flags().IntVar(&width, "width", -1, "wrap text to `N` columns (the regex, sources and commands are cut, not wrapped); 0 leaves lines whole; default: the terminal's width, or 100")
 	return cmd
 }
 

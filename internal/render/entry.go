@@ -13,7 +13,7 @@ import (
 // EntryText writes one knowledge-base entry in full for a terminal.
 func EntryText(out io.Writer, e *kb.Entry, o Options) error {
 	l := o.lang()
-	w := &tw{l: l, p: painter{o.Color}, width: o.Width, all: true}
+	w := &tw{l: l, p: painter{o.Color}, width: o.Width, all: true, whole: true}
 	p := w.p
 	rc := view.Pick(l, e.RootCause, e.RootCauseZh)
 	fmt.Fprintf(&w.b, "%s  %s\n", p.bold(e.ID), p.dim(strings.Join(nonEmpty(e.Domain, e.Category, e.ErrorCode), " · ")))

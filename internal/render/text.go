@@ -35,6 +35,7 @@ type tw struct {
 	p     painter
 	width int // 0: no wrapping, no cutting
 	all   bool
+	whole bool // never cut log lines, commands and sources (an entry shown in full)
 }
 
 // prose writes s wrapped, the first line after first, the others after
@@ -48,8 +49,12 @@ func (w *tw) prose(s, first, rest string, style func(string) string) {
 
 // verbatim writes a log line or a command: never wrapped, cut to the width.
 func (w *tw) verbatim(pre, s string, style func(string) string) {
+	width := w.width
+	if w.whole {
+		width = 0
+	}
 	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		w.b.WriteString(style(cutTo(pre+line, w.width)) + "\n")
+		w.b.WriteString(style(cutTo(pre+line, width)) + "\n")
 	}
 }
 
