@@ -224,3 +224,28 @@ func TestUnrecognized(t *testing.T) {
 		"最接近的条目: `cuda/unknown-error` (较弱：只有少数词语一致)",
 	})
 }
+
+// Inputs of unrelated jobs: each job's errors under its own heading, and a
+// job whose error was first seen in another says so instead of "none".
+func TestTextJobs(t *testing.T) {
+	r := &diagnose.Report{Stats: diagnose.Stats{Lines: 3, Bytes: 200, Entries: 282},
+		Groups: [][]string{{"a/illegal.log"}, {"b/cublas.log"}, {"c/cublas.log"}, {"d/quiet.log"}},
+		Diagnoses: []*diagnose.Diagnosis{
+			{ID: "cuda/illegal-memory-access", Title: "Illegal memory access in a CUDA kernel", Root: true, File: "a/illegal.log", FirstLine: 1, LastLine: 1, Count: 1},
+			{ID: "cuda/cublas-execution-failed", Title: "CUBLAS_STATUS_EXECUTION_FAILED in a cuBLAS routine", Root: true, File: "b/cublas.log", FirstLine: 1, LastLine: 1, Count: 2,
+				Files: []diagnose.FileHits{{File: "b/cublas.log", Count: 1, FirstLine: 1}, {File: "c/cublas.log", Count: 1, FirstLine: 1}}},
+		}}
+	var b bytes.Buffer
+	Text(&b, r, Options{Width: 80})
+	inOrder(t, "jobs", b.String(), []string{
+		"4 unrelated jobs (their errors are not linked)",
+		"── Job 1: a/illegal.log",
+		"● ROOT CAUSE  cuda/illegal-memory-access  a/illegal.log: line 1",
+		"── Job 2: b/cublas.log",
+		"● ROOT CAUSE  cuda/cublas-execution-failed  b/cublas.log: line 1  ×2",
+		"── Job 3: c/cublas.log",
+		"   also seen here: cuda/cublas-execution-failed (shown under job 2)",
+		"── Job 4: d/quiet.log",
+		"   no known error",
+	})
+}

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/gpudx/gpudx/diagnose"
@@ -82,8 +83,8 @@ func Text(out io.Writer, r *diagnose.Report, o Options) error {
 	if v.Ranks != "" && !v.None {
 		w.prose(v.Ranks, view.T(l, "ranks")+": ", "  ", plain)
 	}
-	if len(v.Groups) > 0 {
-		w.prose(strings.Join(v.Groups, " | "), view.T(l, "groups", len(v.Groups))+": ", "  ", plain)
+	if len(v.Groups) > 0 { // each job's files head its part below
+		w.prose(view.T(l, "groups", len(v.Groups)), "", "  ", plain)
 	}
 	for _, u := range v.Unrecognized {
 		fmt.Fprintf(&w.b, "\n%s  %s\n", p.yellow("? "+view.T(l, "unrecognized")), p.dim(u.At))
@@ -93,18 +94,51 @@ func Text(out io.Writer, r *diagnose.Report, o Options) error {
 			w.prose(strings.Join(u.Nearest, ", ")+" ("+u.Sure+")", "  "+view.T(l, "nearest")+": ", "    ", plain)
 		}
 	}
-	for i := range v.Diagnoses {
-		d := &v.Diagnoses[i]
-		w.b.WriteString("\n")
-		if d.Kind == "root" {
-			w.full(d)
-		} else {
-			w.brief(d)
+	// Inputs of unrelated jobs: each job's diagnoses under its own
+	// heading, as separate reports under the summary above.
+	groups := []int{-1}
+	if len(v.Groups) > 0 {
+		groups = groups[:0]
+		for g := range v.Groups {
+			groups = append(groups, g)
 		}
-		if o.Explain && len(d.Why) > 0 {
-			fmt.Fprintf(&w.b, "  %s:\n", p.bold(view.T(l, "whyhere")))
-			for _, y := range d.Why {
-				w.prose(y, "    - ", "      ", plain)
+	}
+	for _, g := range groups {
+		if g >= 0 {
+			var own, also []string
+			for _, d := range v.Diagnoses {
+				switch {
+				case d.Group == g:
+					own = append(own, d.ID)
+				case slices.Contains(d.InGroups, g):
+					also = append(also, fmt.Sprintf("%s (%s)", d.ID, view.T(l, "jobn", d.Group+1)))
+				}
+			}
+			w.b.WriteString("\n")
+			w.prose(view.T(l, "jobhead", g+1)+": "+v.Groups[g], "── ", "   ", p.bold)
+			if len(also) > 0 {
+				w.prose(strings.Join(also, ", "), "   "+view.T(l, "jobalso")+": ", "     ", plain)
+			}
+			if len(own)+len(also) == 0 {
+				w.prose(view.T(l, "jobnone"), "   ", "   ", plain)
+			}
+		}
+		for i := range v.Diagnoses {
+			d := &v.Diagnoses[i]
+			if g >= 0 && d.Group != g {
+				continue
+			}
+			w.b.WriteString("\n")
+			if d.Kind == "root" {
+				w.full(d)
+			} else {
+				w.brief(d)
+			}
+			if o.Explain && len(d.Why) > 0 {
+				fmt.Fprintf(&w.b, "  %s:\n", p.bold(view.T(l, "whyhere")))
+				for _, y := range d.Why {
+					w.prose(y, "    - ", "      ", plain)
+				}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ package view
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type Unrecognized struct {
 // Diagnosis is one known error as it is shown.
 type Diagnosis struct {
 	N         int    // position in the report, from 1
+	Group     int    // index in Report.Groups of the job it was first seen in; -1 with one job
+	InGroups  []int  // every job it was seen in (several when the same error stands in unrelated jobs)
 	Anchor    string // "d1", "d2", …: its id on a page
 	ID        string
 	Kind      string // "root", "follow" (caused by another diagnosis) or "also"
@@ -127,8 +130,27 @@ func Build(r *diagnose.Report, lang string) *Report {
 			v.Groups = append(v.Groups, strings.Join(g, ", "))
 		}
 	}
+	groupOf := map[string]int{}
+	if len(r.Groups) > 1 {
+		for i, g := range r.Groups {
+			for _, f := range g {
+				groupOf[f] = i
+			}
+		}
+	}
 	for i, d := range r.Diagnoses {
-		v.Diagnoses = append(v.Diagnoses, diagnosis(d, i+1, lang))
+		x := diagnosis(d, i+1, lang)
+		x.Group = -1
+		if g, ok := groupOf[d.File]; ok {
+			x.Group = g
+			x.InGroups = []int{g}
+		}
+		for _, f := range d.Files {
+			if g, ok := groupOf[f.File]; ok && !slices.Contains(x.InGroups, g) {
+				x.InGroups = append(x.InGroups, g)
+			}
+		}
+		v.Diagnoses = append(v.Diagnoses, x)
 	}
 	for _, u := range r.Unrecognized {
 		x := Unrecognized{At: T(lang, "lines", strconv.Itoa(u.Line)), Text: u.Text, Sure: T(lang, "sure_"+u.Sure)}
