@@ -302,10 +302,10 @@ var DiagnosticSteps = Checks{
 		"Follow the Xid named in 'caused by previous Xid N' or logged just before on the same GPU",
 	},
 	"driver/xid-48-double-bit-ecc": {
-		"Look at what followed the Xid 48 to choose the action: 63 -> reset, 64 -> RMA path, 94 -> restart only the affected job, 95 -> reset",
+		"Look at what followed the Xid 48 to choose the action: 63 -> reset, 64 -> reset and RMA if the remap failure stands, 94 -> restart only the affected job (reset if it says RST/D-RST: Yes), 95 -> reset",
 	},
 	"driver/xid-63-row-remap-recorded": {
-		"Read the Xid that preceded it to decide about the running job: after Xid 94 restart only the affected job; after Xid 95 or 48 the GPU needs a reset first",
+		"Read the Xid that preceded it to decide about the running job: after Xid 94 with 'RST: No, D-RST: No' restart only the affected job; after Xid 95, Xid 48 or a 94 that asks for a reset, the GPU needs a reset first",
 	},
 	"driver/xid-68-nvdec-exception": {
 		"Check the failing file on the CPU decoder and against the GPU's decode capabilities",
