@@ -81,11 +81,10 @@ type failLine struct {
 
 // failTracker keeps, per input, the lines that look like a failure.
 type failTracker struct {
-	cur     []failLine // the current input's candidates, newest last
-	inTB    int        // lines left to find the end of a traceback
-	done    []fileFails
-	file    string
-	lastLen int
+	cur  []failLine // the current input's candidates, newest last
+	inTB int        // lines left to find the end of a traceback
+	done []fileFails
+	file string
 }
 
 type fileFails struct {

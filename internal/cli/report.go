@@ -363,8 +363,6 @@ func kindWord(k outcome.Kind) string {
 	return "workaround"
 }
 
-func percent(r float64) int { return int(r*100 + 0.5) }
-
 func plural(n int, thing string) string {
 	if n == 1 {
 		return "1 " + thing

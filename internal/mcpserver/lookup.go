@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gpudx/gpudx/internal/view"
-	"strconv"
 	"strings"
 
 	"github.com/gpudx/gpudx/kb"
@@ -224,6 +223,3 @@ func when(cond string) string {
 	}
 	return " [when " + cond + "]"
 }
-
-// pct writes a rate from 0 to 1 as a whole percentage.
-func pct(f float64) string { return strconv.Itoa(view.Pct(f)) + "%" }
