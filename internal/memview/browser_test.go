@@ -3,7 +3,7 @@ package memview
 import (
 	"bytes"
 	"context"
-	"github.com/gpudx/gpudx/internal/sharedtest"
+	"github.com/gpudx/gpudx/internal/browsertest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +24,6 @@ import (
 // timeline, and reads its tooltip: the band's size, site and stack. A
 // click pins it: hovering another band then leaves the tooltip as it was.
 func TestActiveTimelineBrowser(t *testing.T) {
-	exe := sharedtest.Chromium(t)
 	s, err := snapshot.ReadFile("../../snapshot/testdata/hand-p4.pickle")
 	if err != nil {
 		t.Fatal(err)
@@ -43,38 +42,8 @@ func TestActiveTimelineBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	watchdog := time.AfterFunc(2*time.Minute, cancel)
-	defer watchdog.Stop()
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, done := context.WithTimeout(ctx, 30*time.Second)
-		defer done()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	textOf := func(sel string) string {
-		t.Helper()
-		sctx, done := context.WithTimeout(ctx, 30*time.Second)
-		defer done()
-		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("reading %s: %v", sel, err)
-		}
-		return s
-	}
+	br := browsertest.Start(t, 2*time.Minute)
+	ctx, step, textOf := br.Ctx, br.Step, br.Text
 	// mouse moves (and clicks) the real pointer onto band b: the first
 	// point of a grid over the chart (scrolled into view) where the
 	// element under the pointer is that band.

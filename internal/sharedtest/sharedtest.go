@@ -1,9 +1,9 @@
-// Package sharedtest finds what tests need from outside the repository:
-// the shared/ folder beside it (real snapshots, the deadends corpus, the
-// seeds, the evaluation logs) and Chromium. A fresh clone of the repository
-// alone has neither: a test that needs one is skipped there with a message,
-// and fails instead when GPUDX_REQUIRE_SHARED=1 or GPUDX_REQUIRE_SERVICES=1
-// (as .ci/run sets them), so that CI cannot pass by skipping.
+// Package sharedtest finds the project's shared material for tests (the
+// shared/ folder beside the repository: real snapshots, the deadends corpus,
+// the seeds, the evaluation logs). A fresh clone of the repository alone has
+// none of it: a test that needs it is skipped there with a message, and
+// fails instead when GPUDX_REQUIRE_SHARED=1 (as .ci/run sets), so that CI
+// cannot pass by skipping.
 package sharedtest
 
 import (

@@ -2,7 +2,7 @@ package web
 
 import (
 	"context"
-	"github.com/gpudx/gpudx/internal/sharedtest"
+	"github.com/gpudx/gpudx/internal/browsertest"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,7 +24,6 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real Chromium for a minute or more; runs without -short (.ci/run)")
 	}
-	exe := sharedtest.Chromium(t)
 	srv := httptest.NewServer(New(newService(t, nil), Options{Version: "test"}))
 	defer srv.Close()
 	log := string(readFile(t, "../../examples/ddp-oom.log"))
@@ -34,51 +33,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	shots := t.TempDir()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	// The first run starts the browser and must not carry a timeout (it
-	// would stop the browser); it only opens a blank tab. A watchdog
-	// bounds the whole test instead.
-	watchdog := time.AfterFunc(3*time.Minute, cancel)
-	defer watchdog.Stop()
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-
-	// step runs actions with their own deadline, so a broken page fails
-	// the test instead of hanging it.
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, done := context.WithTimeout(ctx, 30*time.Second)
-		defer done()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	textOf := func(sel string) string {
-		t.Helper()
-		sctx, done := context.WithTimeout(ctx, 30*time.Second)
-		defer done()
-		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("reading %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
+	br := browsertest.Start(t, 3*time.Minute)
+	ctx, step, textOf := br.Ctx, br.Step, br.Text
 	n := 0
 	shot := func(name string) {
 		t.Helper()
