@@ -38,6 +38,11 @@ func TestUnrecognizedFailures(t *testing.T) {
 		{"xid-status.log", []string{"xid|2|Xid 171"}, ""},
 		{"slurm-end.log", []string{"status|3|NVJPEG_STATUS_EXECUTION_FAILED", "error_line|4|"},
 			"decode: nvjpegDecode returned NVJPEG_STATUS_EXECUTION_FAILED for image 000481.jpg"},
+		// trtexec sums up after the parser's error: "Failed to create
+		// engine", "Engine set up failed", "&&&& FAILED". The first lines
+		// of the burst say why.
+		{"trtexec-parse.log", []string{"error_line|8|", "error_line|9|", "error_line|10|"},
+			`[11/27/2026-10:12:03] [E] [TRT] ModelImporter.cpp:777: ERROR: builtin_op_importers.cpp:5653 In function importFallbackPluginImporter:`},
 	}
 	for _, tt := range tests {
 		b, err := os.ReadFile(filepath.Join("testdata", "unrecognized", tt.file))
