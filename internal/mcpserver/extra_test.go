@@ -66,13 +66,13 @@ func TestErrorChain(t *testing.T) {
 	}
 	// Its own leads_to first, in order; then entries whose preceded_by
 	// names Xid 79, each once.
-	want := []string{"driver/gpu-lost", "cuda/unknown-error", "cuda/unspecified-launch-failure", "nccl/watchdog-timeout", "nccl/unhandled-cuda-error", "driver/nvidia-smi-cannot-communicate"}
-	if len(ids) != 12 || !slices.Equal(ids[:6], want) {
+	want := []string{"driver/gpu-lost", "cuda/unknown-error", "cuda/unspecified-launch-failure", "nccl/watchdog-timeout", "nccl/unhandled-cuda-error", "driver/nvidia-smi-cannot-communicate", "container/k8s-device-plugin-gpu-unhealthy"}
+	if len(ids) != 13 || !slices.Equal(ids[:7], want) {
 		t.Errorf("consequences %v", ids)
 	}
 	for _, id := range []string{"driver/xid-154-recovery-action-changed", "driver/xid-74-nvlink-error", "nccl/heartbeat-monitor", "jax/no-visible-gpu"} {
 		i := slices.Index(ids, id)
-		if i < 6 || !strings.HasPrefix(out.Consequences[i].Via, "preceded_by of "+id) {
+		if i < 7 || !strings.HasPrefix(out.Consequences[i].Via, "preceded_by of "+id) {
 			t.Errorf("%s missing or not a reverse edge: %+v", id, out.Consequences)
 		}
 	}
