@@ -121,7 +121,7 @@ func Build(r *diagnose.Report, lang string) *Report {
 		None:  len(r.Diagnoses) == 0,
 		Empty: r.Stats.Bytes == 0,
 		Count: len(r.Diagnoses),
-		Read:  T(lang, "read", Group(int64(r.Stats.Lines)), Group(r.Stats.Bytes), r.Stats.Entries),
+		Read:  T(lang, readKey(r.Stats.Lines), Group(int64(r.Stats.Lines)), Group(r.Stats.Bytes), r.Stats.Entries),
 		Env:   EnvLine(r.Environment, lang),
 		Ranks: RanksLine(r.Ranks, lang),
 	}
@@ -491,4 +491,13 @@ func Cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// readKey picks the label for the "read N lines" line: English needs the
+// singular for one line.
+func readKey(lines int) string {
+	if lines == 1 {
+		return "read1"
+	}
+	return "read"
 }

@@ -134,3 +134,26 @@ func TestBuild(t *testing.T) {
 		t.Errorf("zh ranks %q", zh.Ranks)
 	}
 }
+
+// The "read" line agrees in number with the count of lines.
+func TestReadLine(t *testing.T) {
+	for _, c := range []struct {
+		lines int
+		lang  string
+		want  string
+	}{
+		{0, "en", "read 0 lines, 0 bytes; 282 entries checked"},
+		{1, "en", "read 1 line, 40 bytes; 282 entries checked"},
+		{2, "en", "read 2 lines, 40 bytes; 282 entries checked"},
+		{1, "zh", "读取 1 行，40 字节；比对 282 个条目"},
+	} {
+		bytes := int64(40)
+		if c.lines == 0 {
+			bytes = 0
+		}
+		rep := &diagnose.Report{Stats: diagnose.Stats{Lines: c.lines, Bytes: bytes, Entries: 282}}
+		if got := Build(rep, c.lang).Read; got != c.want {
+			t.Errorf("%d lines, %s: %q, want %q", c.lines, c.lang, got, c.want)
+		}
+	}
+}
