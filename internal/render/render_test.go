@@ -232,7 +232,7 @@ func TestTextJobs(t *testing.T) {
 		Groups: [][]string{{"a/illegal.log"}, {"b/cublas.log"}, {"c/cublas.log"}, {"d/quiet.log"}},
 		Diagnoses: []*diagnose.Diagnosis{
 			{ID: "cuda/illegal-memory-access", Title: "Illegal memory access in a CUDA kernel", Root: true, File: "a/illegal.log", FirstLine: 1, LastLine: 1, Count: 1},
-			{ID: "cuda/cublas-execution-failed", Title: "CUBLAS_STATUS_EXECUTION_FAILED in a cuBLAS routine", Root: true, File: "b/cublas.log", FirstLine: 1, LastLine: 1, Count: 2,
+			{ID: "cuda/cublas-execution-failed", Title: "CUBLAS_STATUS_EXECUTION_FAILED in a cuBLAS routine", Root: true, File: "b/cublas.log", FirstLine: 1, LastFile: "c/cublas.log", LastLine: 1, Count: 2,
 				Files: []diagnose.FileHits{{File: "b/cublas.log", Count: 1, FirstLine: 1}, {File: "c/cublas.log", Count: 1, FirstLine: 1}}},
 		}}
 	var b bytes.Buffer
@@ -242,9 +242,9 @@ func TestTextJobs(t *testing.T) {
 		"── Job 1: a/illegal.log",
 		"● ROOT CAUSE  cuda/illegal-memory-access  a/illegal.log: line 1",
 		"── Job 2: b/cublas.log",
-		"● ROOT CAUSE  cuda/cublas-execution-failed  b/cublas.log: line 1  ×2",
+		"● ROOT CAUSE  cuda/cublas-execution-failed  b/cublas.log: line 1",
 		"── Job 3: c/cublas.log",
-		"   also seen here: cuda/cublas-execution-failed (shown under job 2)",
+		"   also seen here: cuda/cublas-execution-failed c/cublas.log:1 ×1 (shown under",
 		"── Job 4: d/quiet.log",
 		"   no known error",
 	})

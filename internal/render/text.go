@@ -111,7 +111,11 @@ func Text(out io.Writer, r *diagnose.Report, o Options) error {
 				case d.Group == g:
 					own = append(own, d.ID)
 				case slices.Contains(d.InGroups, g):
-					also = append(also, fmt.Sprintf("%s (%s)", d.ID, view.T(l, "jobn", d.Group+1)))
+					at := ""
+					if len(d.Elsewhere[g]) > 0 {
+						at = " " + strings.Join(d.Elsewhere[g], ", ")
+					}
+					also = append(also, fmt.Sprintf("%s%s (%s)", d.ID, at, view.T(l, "jobn", d.Group+1)))
 				}
 			}
 			w.b.WriteString("\n")

@@ -67,6 +67,10 @@ type Diagnosis struct {
 	Operator  string              // what a node operator does, in a line
 	OpNext    string              // and the next step
 	SeenIn    []string            // per input, "file:line ×n", when seen in several
+	// Elsewhere is, per other job it was seen in (index in Groups), where:
+	// "file:line ×n" per input. With several jobs, Count, Lines,
+	// Evidence and SeenIn are those of its own job (Group).
+	Elsewhere map[int][]string
 	Memory    *Memory
 	Notes     []string // version notes
 	Versions  []kb.Version
@@ -149,6 +153,9 @@ func Build(r *diagnose.Report, lang string) *Report {
 			if g, ok := groupOf[f.File]; ok && !slices.Contains(x.InGroups, g) {
 				x.InGroups = append(x.InGroups, g)
 			}
+		}
+		if len(x.InGroups) > 1 {
+			ownJob(&x, d, r.Groups, lang)
 		}
 		v.Diagnoses = append(v.Diagnoses, x)
 	}
@@ -267,6 +274,50 @@ func (d *Diagnosis) Where(l, sep string) string {
 		parts = append(parts, T(l, "onranks", d.Ranks))
 	}
 	return strings.Join(parts, sep)
+}
+
+// ownJob narrows x, a diagnosis seen in several unrelated jobs, to the
+// job it is described under: the count, lines and evidence of that job's
+// inputs, so that no figure of another job is shown as its own. Where it
+// was seen in the other jobs goes to Elsewhere. A node log listed with
+// every job counts for each.
+func ownJob(x *Diagnosis, d *diagnose.Diagnosis, groups [][]string, l string) {
+	in := func(file string, g int) bool { return g >= 0 && g < len(groups) && slices.Contains(groups[g], file) }
+	count, seen := 0, []string(nil)
+	x.Elsewhere = map[int][]string{}
+	for _, f := range d.Files {
+		at := fmt.Sprintf("%s:%d ×%d", f.File, f.FirstLine, f.Count)
+		if in(f.File, x.Group) {
+			count += f.Count
+			seen = append(seen, at)
+		}
+		for g := range groups {
+			if g != x.Group && in(f.File, g) {
+				x.Elsewhere[g] = append(x.Elsewhere[g], at)
+			}
+		}
+	}
+	if count == 0 {
+		return // Files was cut short (too many inputs): keep the totals
+	}
+	x.Count = count
+	x.SeenIn = nil
+	if len(seen) > 1 {
+		x.SeenIn = seen
+	}
+	var ev []diagnose.Evidence
+	for _, e := range d.Evidence {
+		if e.File == "" || in(e.File, x.Group) {
+			ev = append(ev, e)
+		}
+	}
+	x.Evidence = ev
+	if d.LastFile != "" && !in(d.LastFile, x.Group) {
+		// The last hit was in another job, and this job's last is not
+		// kept (evidence keeps the first lines and the very last): say
+		// where it started, with the count.
+		x.Lines = T(l, "lines", strconv.Itoa(d.FirstLine))
+	}
 }
 
 func lineSpan(d *diagnose.Diagnosis) string {

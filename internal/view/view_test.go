@@ -157,3 +157,35 @@ func TestReadLine(t *testing.T) {
 		}
 	}
 }
+
+// An error seen in two unrelated jobs is described under the job it was
+// first seen in with that job's figures only; the other job says where it
+// was seen there.
+func TestOwnJob(t *testing.T) {
+	rep := &diagnose.Report{
+		Stats:  diagnose.Stats{Lines: 7, Bytes: 198, Entries: 296},
+		Groups: [][]string{{"a/job111.log"}, {"b/job222.log"}},
+		Diagnoses: []*diagnose.Diagnosis{{
+			ID: "cuda/out-of-memory", Root: true, Count: 4, File: "a/job111.log", FirstLine: 2,
+			LastFile: "b/job222.log", LastLine: 3,
+			Files: []diagnose.FileHits{{File: "a/job111.log", Count: 3, FirstLine: 2}, {File: "b/job222.log", Count: 1, FirstLine: 3}},
+			Evidence: []diagnose.Evidence{{File: "a/job111.log", Line: 2, Text: "x"}, {File: "a/job111.log", Line: 3, Text: "x"},
+				{File: "b/job222.log", Line: 3, Text: "x"}},
+		}},
+	}
+	d := Build(rep, "en").Diagnoses[0]
+	if d.Group != 0 || !slices.Equal(d.InGroups, []int{0, 1}) || d.Count != 3 || d.Where("en", "  ") != "a/job111.log: line 2  ×3" {
+		t.Errorf("own job: group %d in %v, count %d, where %q", d.Group, d.InGroups, d.Count, d.Where("en", "  "))
+	}
+	if len(d.Evidence) != 2 || d.Evidence[1].File != "a/job111.log" || d.SeenIn != nil {
+		t.Errorf("evidence %+v, seen in %v", d.Evidence, d.SeenIn)
+	}
+	if got := d.Elsewhere[1]; !slices.Equal(got, []string{"b/job222.log:3 ×1"}) || len(d.Elsewhere) != 1 {
+		t.Errorf("elsewhere %v", d.Elsewhere)
+	}
+	// One job: nothing is narrowed.
+	rep.Groups = nil
+	if d := Build(rep, "en").Diagnoses[0]; d.Count != 4 || len(d.Evidence) != 3 || d.Elsewhere != nil {
+		t.Errorf("one job: count %d, evidence %d, elsewhere %v", d.Count, len(d.Evidence), d.Elsewhere)
+	}
+}
