@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -15,12 +16,16 @@ import (
 // not help and what does. Field names and JSON types follow
 // docs/kb-format.md; the seed entry of the project loads into it unchanged.
 type Entry struct {
-	ID                 string            `json:"id"`
-	Title              string            `json:"title"`    // names the error without figures; a diagnosis's heading
-	TitleZh            string            `json:"title_zh"` // the title in Chinese
-	Signature          string            `json:"signature"`
-	SignatureZh        string            `json:"signature_zh"`
-	Regex              string            `json:"regex"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`    // names the error without figures; a diagnosis's heading
+	TitleZh     string `json:"title_zh"` // the title in Chinese
+	Signature   string `json:"signature"`
+	SignatureZh string `json:"signature_zh"`
+	Regex       string `json:"regex"`
+	// RegexNot, when set, is a regex (RE2) for the harmless lines that
+	// hold the error's text too (a warning quoting it, a retry that
+	// recovered): a line it matches is not a hit, whatever Regex says.
+	RegexNot           string            `json:"regex_not,omitempty"`
 	Aliases            []string          `json:"aliases"`
 	Domain             string            `json:"domain"`
 	Category           string            `json:"category"`
@@ -64,9 +69,12 @@ type Entry struct {
 	// Format is FormatGpudx or FormatDeadends.
 	Format string `json:"-"`
 
-	reOnce sync.Once
-	re     *regexp.Regexp
-	reErr  error
+	reOnce  sync.Once
+	re      *regexp.Regexp
+	reErr   error
+	notOnce sync.Once
+	not     *regexp.Regexp
+	notErr  error
 }
 
 // Compiled returns the entry's regex compiled, once; later calls share it.
@@ -74,6 +82,40 @@ type Entry struct {
 func (e *Entry) Compiled() (*regexp.Regexp, error) {
 	e.reOnce.Do(func() { e.re, e.reErr = regexp.Compile(e.Regex) })
 	return e.re, e.reErr
+}
+
+// CompiledNot returns RegexNot compiled, once; nil when there is none.
+func (e *Entry) CompiledNot() (*regexp.Regexp, error) {
+	e.notOnce.Do(func() {
+		if e.RegexNot != "" {
+			e.not, e.notErr = regexp.Compile(e.RegexNot)
+		}
+	})
+	return e.not, e.notErr
+}
+
+// MatchLine reports whether line is a hit of the entry: its regex matches
+// and RegexNot does not. An entry whose regexes do not compile matches
+// nothing.
+func (e *Entry) MatchLine(line string) bool {
+	re, err := e.Compiled()
+	if err != nil || e.Regex == "" || !re.MatchString(line) {
+		return false
+	}
+	not, err := e.CompiledNot()
+	return err == nil && (not == nil || !not.MatchString(line))
+}
+
+// MatchAnyLine reports whether MatchLine holds for one of the lines of s,
+// which is what the scanner can see of a message wrapped over several
+// lines.
+func (e *Entry) MatchAnyLine(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if e.MatchLine(strings.TrimSuffix(line, "\r")) {
+			return true
+		}
+	}
+	return false
 }
 
 // TagWarning marks an entry whose line healthy runs print too (a

@@ -121,6 +121,7 @@ var entryFields = []fieldSpec{
 	{"last_confirmed", kString, true}, {"last_updated", kString, true},
 	{"evidence_count", kInt, true}, {"tags", kStrings, true}, {"locale", kString, true},
 	{"examples", kObject, true}, {"operator", kObject, false}, {"checked", kObject, false},
+	{"regex_not", kString, false},
 }
 
 var checkedFields = []fieldSpec{{"date", kString, true}, {"by", kString, true},
@@ -512,6 +513,12 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 		return nil
 	}
 	checkConditions(e, re, add)
+	if e.RegexNot != "" {
+		if _, err := e.CompiledNot(); err != nil {
+			add("regex_not", "not valid RE2: "+err.Error())
+			return nil
+		}
+	}
 	if len(e.Examples.Match) < 2 {
 		add("examples.match", fmt.Sprintf("%d examples, want at least 2 real forms of the message", len(e.Examples.Match)))
 	}
@@ -520,16 +527,19 @@ func checkEntry(path string, e *Entry, add func(field, msg string)) *regexp.Rege
 	}
 	// Examples are checked as the scanner reads them: line by line.
 	for i, s := range e.Examples.Match {
-		if !matchesALine(re, s) {
+		if !e.MatchAnyLine(s) {
 			msg := "regex does not match "
-			if re.MatchString(s) {
+			switch {
+			case matchesALine(re, s):
+				msg = "regex_not rules out "
+			case re.MatchString(s):
 				msg = "regex matches only across lines (gpudx matches line by line) "
 			}
 			add(fmt.Sprintf("examples.match[%d]", i), msg+quoteShort(s))
 		}
 	}
 	for i, s := range e.Examples.NoMatch {
-		if matchesALine(re, s) {
+		if e.MatchAnyLine(s) {
 			add(fmt.Sprintf("examples.no_match[%d]", i), "regex matches "+quoteShort(s))
 		}
 	}
@@ -729,7 +739,7 @@ func overlaps(ls []linted, known *Base) []Problem {
 				continue
 			}
 			for i, s := range o.Examples.Match {
-				if x.re.MatchString(s) {
+				if x.entry.MatchAnyLine(s) {
 					probs = append(probs, Problem{Path: x.path, Field: "regex", Message: fmt.Sprintf(
 						"also matches %s's examples.match[%d]; name each other in frequently_confused_with or narrow the regex", o.ID, i)})
 					break

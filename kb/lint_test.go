@@ -107,6 +107,11 @@ func TestLintRules(t *testing.T) {
 			`zh-both.json: dead_ends[0].zh: Chinese text given both inline and in dead_ends_zh: use one form`,
 			`zh-both.json: workarounds[1].zh: empty: the Chinese text of the workaround (inline zh, or its place in workarounds_zh)`}},
 		{"checked", false, nil},
+		{"regex-not", false, nil},
+		{"regex-not-bad", false, []string{
+			`regex-not-bad.json: examples.match[1]: regex_not rules out "CUDA error: an illegal memory access was encountered, retrying"`}},
+		{"regex-not-invalid", false, []string{
+			`regex-not-invalid.json: regex_not: not valid RE2: error parsing regexp: missing closing ): ` + "`(retrying`"}},
 		{"checked-bad", false, []string{
 			`checked-bad.json: checked.date: 2099-01-01 is in the future`,
 			`checked-bad.json: checked.by: empty: name the reader`,

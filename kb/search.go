@@ -31,7 +31,7 @@ func Search(b *Base, query string, limit int) []Result {
 			score += 1000
 		}
 		if e.Regex != "" {
-			if re, err := e.Compiled(); err == nil && re.MatchString(q) {
+			if e.MatchAnyLine(q) {
 				score += 200
 			}
 		}

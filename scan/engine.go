@@ -524,6 +524,9 @@ func (w *worker) line(res *result, buf []byte, seg segment, lits []uint64, searc
 		}
 	}
 	gated, exactly := w.match(text, w.found, func(i int, loc []int) {
+		if not := p.s.nots[i]; not != nil && not.Match(text) {
+			return // a harmless line that holds the error's text
+		}
 		h := Hit{Entry: i, ID: p.s.entries[i].ID, Line: seg.rel, Len: loc[1] - loc[0]}
 		at := loc[0]
 		if stripped {

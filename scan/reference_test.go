@@ -44,7 +44,7 @@ func reference(s *Scanner, data []byte, maxLine int, g *Gate, next func(text str
 			var lineHits []Hit
 			for i, re := range s.res {
 				loc := re.FindSubmatchIndex(text)
-				if loc == nil {
+				if loc == nil || (s.nots[i] != nil && s.nots[i].Match(text)) {
 					continue
 				}
 				h := Hit{Entry: i, ID: s.entries[i].ID, Line: n, Len: loc[1] - loc[0],

@@ -63,7 +63,8 @@ type Stats struct {
 type Scanner struct {
 	entries []*kb.Entry
 	res     []*regexp.Regexp
-	names   [][]string // per entry: its regex's group names
+	nots    []*regexp.Regexp // per entry: its regex_not, nil for none
+	names   [][]string       // per entry: its regex's group names
 
 	lits   []string  // the literals the regexes require, lower-cased
 	owners [][]int32 // per literal: the entries requiring it
@@ -100,8 +101,14 @@ func New(entries []*kb.Entry) (s *Scanner, err error) {
 			errs = append(errs, &CompileError{e.ID, e.Origin, err})
 			continue
 		}
+		not, err := e.CompiledNot()
+		if err != nil {
+			errs = append(errs, &CompileError{e.ID, e.Origin, fmt.Errorf("regex_not: %w", err)})
+			continue
+		}
 		s.entries = append(s.entries, e)
 		s.res = append(s.res, re)
+		s.nots = append(s.nots, not)
 		s.names = append(s.names, re.SubexpNames())
 	}
 	index := map[string]int{}

@@ -168,3 +168,30 @@ func TestStripANSI(t *testing.T) {
 		t.Errorf("rawOffset = %d", got)
 	}
 }
+
+// regex_not rules out the harmless lines that hold the error's text: here
+// TensorRT's warning that one builder strategy failed, which the build
+// survives, beside the same text as the build's error.
+func TestRegexNot(t *testing.T) {
+	e := &kb.Entry{ID: "ecosystem/no-tactic", Regex: `Could not find any implementation for node`,
+		RegexNot: `^\s*Error message: |Skipping this backend strategy`}
+	s, err := New([]*kb.Entry{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := "[W] [TRT] Engine generation failed with backend strategy 2.\n" +
+		"Error message: [optimizer.cpp::computeCosts::3869] Error Code 10: Internal Error (Could not find any implementation for node /stem/Conv.).\n" +
+		"Skipping this backend strategy.\n" +
+		"[E] Error[10]: [optimizer.cpp::computeCosts::3869] Error Code 10: Internal Error (Could not find any implementation for node /stem/Conv.)\n"
+	hits, _ := collect(t, s, strings.NewReader(log))
+	if len(hits) != 1 || hits[0].Line != 4 {
+		t.Errorf("hits %+v, want one on line 4", hits)
+	}
+	if !e.MatchLine("[E] Could not find any implementation for node x") || e.MatchLine("Error message: Could not find any implementation for node x") {
+		t.Error("MatchLine disagrees with the scanner")
+	}
+	bad := &kb.Entry{ID: "x/bad", Regex: `ok`, RegexNot: `(`}
+	if _, err := New([]*kb.Entry{bad}); err == nil || !strings.Contains(err.Error(), "regex_not") {
+		t.Errorf("invalid regex_not: %v", err)
+	}
+}

@@ -100,21 +100,10 @@ func (h *handlers) match(ctx context.Context, r kb.Result, msg string) (Match, e
 	return m, nil
 }
 
-// regexMatches reports whether e's regex matches msg or one of its lines.
+// regexMatches reports whether e matches msg or one of its lines (its
+// regex, less the lines its regex_not rules out).
 func regexMatches(e *kb.Entry, msg string) bool {
-	re, err := e.Compiled()
-	if err != nil || e.Regex == "" {
-		return false
-	}
-	if re.MatchString(msg) {
-		return true
-	}
-	for _, line := range strings.Split(msg, "\n") {
-		if re.MatchString(strings.TrimRight(line, "\r")) {
-			return true
-		}
-	}
-	return false
+	return e.MatchLine(msg) || e.MatchAnyLine(msg)
 }
 
 // items lists an entry's dead ends and workarounds with their blended
