@@ -27,8 +27,14 @@ func Search(b *Base, query string, limit int) []Result {
 	var out []Result
 	for _, e := range b.Entries() {
 		score := 0
-		if strings.EqualFold(e.ID, q) {
+		lid := strings.ToLower(e.ID)
+		switch {
+		case lid == lq:
 			score += 1000
+		case strings.HasPrefix(lid, lq) && strings.Contains(lq, "/"):
+			score += 100 // the start of an id: what a mistyped or cut id is
+		case len(lq) >= 4 && strings.Contains(lid, lq):
+			score += 40
 		}
 		if e.Regex != "" {
 			if e.MatchAnyLine(q) {

@@ -134,7 +134,7 @@ func TestReportUsage(t *testing.T) {
 	}{
 		{"no entry", nil, "gpudx: accepts 1 arg(s), received 0\nRun 'gpudx report --help' for usage.\n"},
 		{"unknown entry", []string{"nccl/watchdog", "--workaround", "1", "--worked"},
-			"gpudx: no entry \"nccl/watchdog\"; the closest are:\n  nccl/heartbeat-monitor\n  nccl/watchdog-timeout\n  nccl/async-error-handling-teardown\n  nccl/elastic-child-failed\n  cuda/launch-timeout\n(gpudx kb search finds others)\n"},
+			"gpudx: no entry \"nccl/watchdog\"; the closest are:\n  nccl/watchdog-timeout\n  nccl/communicator-aborted\n  nccl/heartbeat-monitor\n  nccl/async-error-handling-teardown\n  nccl/elastic-child-failed\n(gpudx kb search finds others)\n"},
 		{"nothing like it", []string{"zzz/qqq"}, "gpudx: no entry \"zzz/qqq\" (gpudx kb list shows them all)\n"},
 		{"workaround out of range", []string{"cuda/device-side-assert", "--workaround", "5", "--worked"},
 			"gpudx: --workaround 5: cuda/device-side-assert has 4 workarounds:\n" +
