@@ -159,7 +159,9 @@ func copyMap(m map[string]string) map[string]string {
 // expressions. Version keys (torch, torch_cuda, cuda, driver_cuda, driver,
 // cudnn, nccl, python, and jax, jaxlib, tensorflow, triton from the
 // packages) hold a facts.V; os is a string; gpu is the name of GPU 0,
-// gpu_memory its memory in bytes (int64) and gpus the number of GPUs (int).
+// gpu_memory its memory in bytes (int64), gpu_capability its compute
+// capability (a facts.V, only where the log printed it) and gpus the number
+// of GPUs (int).
 // A key is absent when its value is unknown or unparsable, so a condition
 // on it cannot be satisfied by a zero value.
 func (e Environment) Values() map[string]any {
