@@ -265,7 +265,7 @@ func TestEnvironmentFromLogAndCaller(t *testing.T) {
 func TestConditionNamesMatchProviders(t *testing.T) {
 	full := env.Environment{Torch: "2.4.0", TorchCUDA: "12.1", CUDA: "12.4.131", DriverCUDA: "12.4", Driver: "550.54.15",
 		CUDNN: "9.1.0", NCCL: "2.21.5", Python: "3.11.7", OS: "linux",
-		GPUs:     []env.GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 85520809984}},
+		GPUs:     []env.GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 85520809984, Capability: "9.0"}},
 		Packages: map[string]string{"jax": "0.4.30", "jaxlib": "0.4.30", "tensorflow": "2.16.1", "triton": "3.0.0"}}
 	for k := range full.Values() {
 		if !slices.Contains(kb.EnvNames, k) {

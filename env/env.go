@@ -193,6 +193,10 @@ func (e Environment) Values() map[string]any {
 		if g.MemoryBytes > 0 {
 			m["gpu_memory"] = g.MemoryBytes
 		}
+		// The compute capability, where the log printed it (nvidia-smi's
+		// compute_cap, TensorFlow's device line, PyTorch's sm_ warning):
+		// what GPU generation advice depends on.
+		putV("gpu_capability", g.Capability)
 	}
 	if len(e.GPUs) > 0 {
 		m["gpus"] = len(e.GPUs)

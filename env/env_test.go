@@ -568,6 +568,19 @@ func TestValues(t *testing.T) {
 	if v["gpu"] != "A" || v["gpu_memory"] != int64(1) {
 		t.Errorf("gpu 0: %v", v)
 	}
+	// gpu_capability where the log printed one (here TensorFlow's device
+	// line), a version: 10.0 is newer than 8.9.
+	tf, err := Parse(strings.NewReader("2023-07-01 10:00:00.000000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1639] Created device /job:localhost/replica:0/task:0/device:GPU:0 with 14621 MB memory:  -> device: 0, name: Tesla T4, pci bus id: 0000:00:04.0, compute capability: 7.5\n"), "tf.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf := tf.Values(); !reflect.DeepEqual(tf["gpu_capability"], mustV(t, "7.5")) || tf["gpu"] != "Tesla T4" {
+		t.Errorf("tensorflow device line: %v", tf)
+	}
+
+	if c := (Environment{GPUs: []GPU{{Name: "B200", Capability: "10.0"}}}).Values()["gpu_capability"]; !reflect.DeepEqual(c, mustV(t, "10.0")) {
+		t.Errorf("capability 10.0: %v", c)
+	}
 }
 
 func TestVersion(t *testing.T) {

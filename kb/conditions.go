@@ -14,7 +14,7 @@ import (
 // provides (env.Environment.Values).
 var EnvNames = []string{
 	"torch", "torch_cuda", "cuda", "driver_cuda", "driver", "cudnn", "nccl", "python",
-	"jax", "jaxlib", "tensorflow", "triton", "os", "gpu", "gpu_memory", "gpus",
+	"jax", "jaxlib", "tensorflow", "triton", "os", "gpu", "gpu_memory", "gpu_capability", "gpus",
 }
 
 // MemoryFacts are the figures the out-of-memory arithmetic adds to the

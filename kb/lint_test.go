@@ -59,7 +59,7 @@ func TestLintRules(t *testing.T) {
 		{"bad-condition", false, []string{
 			`bad-condition.json: dead_ends[0].condition: not an expression over facts and env: condition "module parameters shown on cpu": unexpected token Identifier("parameters") at column 8`,
 			`bad-condition.json: workarounds[0].condition: facts.nope is not a named group of the regex`,
-			`bad-condition.json: workarounds[0].condition: env.gpu_name is not provided (known: torch, torch_cuda, cuda, driver_cuda, driver, cudnn, nccl, python, jax, jaxlib, tensorflow, triton, os, gpu, gpu_memory, gpus)`}},
+			`bad-condition.json: workarounds[0].condition: env.gpu_name is not provided (known: torch, torch_cuda, cuda, driver_cuda, driver, cudnn, nccl, python, jax, jaxlib, tensorflow, triton, os, gpu, gpu_memory, gpu_capability, gpus)`}},
 		{"bad-condition-type", false, []string{
 			`bad-condition-type.json: workarounds[0].condition: on example "RuntimeError: driver version 470.82.01 is too old": cannot evaluate: compare versions with a quoted version such as '2.10', not 500`}},
 		{"xid-no-operator", false, []string{`xid-no-operator.json: operator: missing: an Xid entry says severity, fault, drain and the next step`}},
