@@ -61,8 +61,9 @@ var (
 	// (failLiterals): "error:", "fatal:", "fatal ", "failed", "failure".
 	reFailWord = regexp.MustCompile(`(?i)error:|fatal[: ]|failed|failure`)
 	// What healthy runs print with those words.
-	// nvidia-smi -q's "Remapping Failure Occurred : No" says nothing failed.
-	reNotFailure = regexp.MustCompile(`(?i)(?:error|failed|failure)[\w ]*:\s*(?:no|none|0|n/a|false|disabled)\s*$|warn|\b0 (?:errors?|failed|failures)\b|\b(?:errors?|failed|failures)[:=]\s*0\b|\bno errors?\b|without errors?|\[INFO\]|\bINFO\b|^I\d{4} `)
+	// nvidia-smi -q's "Remapping Failure Occurred : No" says nothing failed;
+	// glog's W lines and TensorRT's [W] tag are warnings a run survives.
+	reNotFailure = regexp.MustCompile(`(?i)(?:error|failed|failure)[\w ]*:\s*(?:no|none|0|n/a|false|disabled)\s*$|warn|\b0 (?:errors?|failed|failures)\b|\b(?:errors?|failed|failures)[:=]\s*0\b|\bno errors?\b|without errors?|\[INFO\]|\bINFO\b|^I\d{4} |^W\d{4} |\[W\] `)
 )
 
 // endWindow is how near the end of its input an error line must be: a run

@@ -92,6 +92,11 @@ func TestUnrecognizedIsSilent(t *testing.T) {
 	if r := readLogs(t, s, nil, survived); len(r.Unrecognized) != 0 {
 		t.Errorf("survived error line: %+v", r.Unrecognized)
 	}
+	// TensorRT's warning that one builder strategy failed; the build went on.
+	trt := "[W] [TRT] Engine generation failed with backend strategy 2.\nError message: [optimizer.cpp::computeCosts::3869] Error Code 10: Internal Error (Could not find any implementation for node /stem/Conv.).\nSkipping this backend strategy.\n[I] Engine built in 12.3 sec.\n"
+	if r := readLogs(t, s, nil, trt); len(r.Diagnoses) != 0 || len(r.Unrecognized) != 0 {
+		t.Errorf("TensorRT strategy warning: %v %+v", ids(r), r.Unrecognized)
+	}
 	known := "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
 	if r := readLogs(t, s, nil, known); len(r.Diagnoses) == 0 || len(r.Unrecognized) != 0 {
 		t.Errorf("known error: %v %+v", ids(r), r.Unrecognized)
