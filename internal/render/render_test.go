@@ -249,3 +249,31 @@ func TestTextJobs(t *testing.T) {
 		"   no known error",
 	})
 }
+
+// A heading too wide for the terminal is split, never left to overflow:
+// where goes under the id, and a long "follows from" list wraps.
+func TestTextHeadFitsWidth(t *testing.T) {
+	r := &diagnose.Report{Stats: diagnose.Stats{Lines: 30, Bytes: 900, Entries: 305},
+		Diagnoses: []*diagnose.Diagnosis{
+			{ID: "pytorch/cuda-out-of-memory", Title: "CUDA out of memory", Root: true, FirstLine: 21, LastLine: 21, Count: 1},
+			{ID: "nccl/elastic-child-failed", Title: "torchrun: a worker process failed",
+				CausedBy:  []string{"nccl/async-error-handling-teardown", "nccl/watchdog-timeout", "pytorch/cuda-out-of-memory"},
+				FirstLine: 29, LastLine: 29, Count: 1},
+			{ID: "nccl/watchdog-timeout", Title: "NCCL collective timed out", CausedBy: []string{"pytorch/cuda-out-of-memory"},
+				FirstLine: 22, LastLine: 24, Count: 3, Ranks: []int{0, 1, 3}},
+		}}
+	var b bytes.Buffer
+	Text(&b, r, Options{Width: 80})
+	for _, line := range strings.Split(b.String(), "\n") {
+		if w := strWidth(line); w > 80 {
+			t.Errorf("%d columns: %q", w, line)
+		}
+	}
+	inOrder(t, "heads", b.String(), []string{
+		"○ FOLLOWS FROM nccl/async-error-handling-teardown, nccl/watchdog-timeout,",
+		"  pytorch/cuda-out-of-memory",
+		"  nccl/elastic-child-failed  line 29",
+		"○ FOLLOWS FROM pytorch/cuda-out-of-memory  nccl/watchdog-timeout",
+		"  line 22–24  ×3  ranks 0, 1, 3",
+	})
+}

@@ -163,7 +163,19 @@ func factLine(fs []view.Fact) string {
 // with the figures read from them.
 func (w *tw) head(d *view.Diagnosis, mark string, style func(string) string, lines int) {
 	l, p := w.l, w.p
-	fmt.Fprintf(&w.b, "%s  %s  %s\n", style(mark), p.bold(d.ID), p.dim(d.Where(l, "  ")))
+	where := d.Where(l, "  ")
+	markW, idW, whereW := strWidth(mark), strWidth(d.ID), strWidth(where)
+	switch {
+	case w.width == 0 || markW+idW+whereW+4 <= w.width:
+		fmt.Fprintf(&w.b, "%s  %s  %s\n", style(mark), p.bold(d.ID), p.dim(where))
+	case markW+idW+2 <= w.width: // too wide for one line: where goes under the id
+		fmt.Fprintf(&w.b, "%s  %s\n  %s\n", style(mark), p.bold(d.ID), p.dim(where))
+	default: // a long "follows from" list, wrapped; the id and where on a line of their own
+		for _, line := range strings.Split(wrap(mark, w.width, "", "  "), "\n") {
+			w.b.WriteString(style(line) + "\n")
+		}
+		fmt.Fprintf(&w.b, "  %s  %s\n", p.bold(d.ID), p.dim(where))
+	}
 	w.prose(d.Title, "  ", "  ", p.bold)
 	for i, e := range d.Evidence {
 		if i == lines {
