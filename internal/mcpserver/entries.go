@@ -24,6 +24,7 @@ type EntryOut struct {
 	ID                  string         `json:"id"`
 	Signature           string         `json:"signature"`
 	Regex               string         `json:"regex" jsonschema:"the pattern that recognises the message (Go RE2 syntax)"`
+	RegexNot            string         `json:"regex_not,omitempty" jsonschema:"lines it matches are not this error even where regex matches (harmless lines that quote it)"`
 	Aliases             []string       `json:"aliases"`
 	Domain              string         `json:"domain"`
 	Category            string         `json:"category"`
@@ -73,7 +74,7 @@ func (h *handlers) getEntry(ctx context.Context, in GetEntryIn) (*EntryOut, stri
 		return nil, "", err
 	}
 	out := &EntryOut{
-		ID: e.ID, Signature: e.Signature, Regex: e.Regex, Aliases: nonNil(e.Aliases), Domain: e.Domain,
+		ID: e.ID, Signature: e.Signature, Regex: e.Regex, RegexNot: e.RegexNot, Aliases: nonNil(e.Aliases), Domain: e.Domain,
 		Category: e.Category, ErrorCode: e.ErrorCode, RootCause: e.RootCause, RootCauseType: e.RootCauseType,
 		DeadEnds: des, Workarounds: ws, PriorWeight: outcome.PriorWeight,
 		LeadsTo: nonNil(e.TransitionGraph.LeadsTo), PrecededBy: nonNil(e.TransitionGraph.PrecededBy),

@@ -59,6 +59,9 @@ func EntryText(out io.Writer, e *kb.Entry, o Options) error {
 		fmt.Fprintf(b, "\n  versions: %s\n", strings.Join(vs, ", "))
 	}
 	fmt.Fprintf(b, "\n  regex: %s\n", e.Regex)
+	if e.RegexNot != "" {
+		fmt.Fprintf(b, "  regex_not: %s\n", e.RegexNot)
+	}
 	tail := view.T(l, "tier", e.VerificationTier, e.Confidence)
 	if e.OfficialDocURL != "" {
 		tail += " · " + view.T(l, "doc") + ": " + e.OfficialDocURL

@@ -197,6 +197,7 @@ var labels = map[string]map[string]string{
 		"ex_nomatch":   "Not matched (near misses)",
 		"ex_sources":   "Where the real messages come from",
 		"regex":        "Regular expression",
+		"regex_not":    "Except lines that match",
 		"outcomes":     "Rates blend the curated figure, counted as %d reports, with the outcomes people reported (gpudx report, POST /api/v1/outcomes).",
 		"outcomes_off": "The rates are the curated ones: this server records no outcomes.",
 
@@ -453,6 +454,7 @@ var labels = map[string]map[string]string{
 		"ex_nomatch":   "不应匹配（相近但不同）",
 		"ex_sources":   "真实消息的出处",
 		"regex":        "正则表达式",
+		"regex_not":    "但不包括匹配以下表达式的行",
 		"outcomes":     "比率由人工整理的数值（按 %d 条反馈计）与用户反馈的结果（gpudx report、POST /api/v1/outcomes）合并而成。",
 		"outcomes_off": "比率为人工整理的数值：本服务器不记录反馈。",
 

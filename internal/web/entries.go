@@ -101,6 +101,7 @@ type entryBody struct {
 	Match, NoMatch           []string
 	ExSources                []source
 	Regex                    string
+	RegexNot                 string // lines it rules out, "" for none
 	DocURL, DocSection       string
 }
 
@@ -160,6 +161,7 @@ func (h *handler) entryView(e *kb.Entry, rates *service.Rates, l string) entryBo
 		NoMatch:     e.Examples.NoMatch,
 		ExSources:   sources(e.Examples.Sources),
 		Regex:       e.Regex,
+		RegexNot:    e.RegexNot,
 		DocURL:      webURL(e.OfficialDocURL),
 	}
 	if e.OfficialDocSection != nil {

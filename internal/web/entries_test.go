@@ -95,6 +95,20 @@ func TestEntryPage(t *testing.T) {
 	}
 }
 
+// An entry with regex_not shows it under its regex; one without does not.
+func TestEntryPageRegexNot(t *testing.T) {
+	h := New(newService(t, nil), Options{})
+	r := get(t, h, "/entries/ecosystem/tensorrt-no-tactic-implementation")
+	codes := all(one(t, r.doc, "details.regex"), "code")
+	if len(codes) != 2 || text(codes[1]) != `^\s*Error message: |Skipping this backend strategy|Engine generation failed with backend strategy` {
+		t.Errorf("regex and regex_not: %d codes", len(codes))
+	}
+	r = get(t, h, "/entries/pytorch/cuda-out-of-memory")
+	if codes := all(one(t, r.doc, "details.regex"), "code"); len(codes) != 1 {
+		t.Errorf("no regex_not, %d codes", len(codes))
+	}
+}
+
 // With a store, the entry page shows each item's blended rate and the
 // reports behind it.
 func TestEntryPageBlendedRates(t *testing.T) {
