@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,31 +12,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gpudx/gpudx/internal/mcpserver"
+	"github.com/gpudx/gpudx/internal/syncbuf"
 )
-
-// syncBuffer collects a child's stderr while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // asGpudx, set in a child's environment, makes the test binary run the
 // command line instead of the tests (TestMain): the stdio tests start a
@@ -64,11 +45,11 @@ func gpudxBinary(t *testing.T) string {
 
 // startMCP starts `gpudx mcp ARGS...` and connects the SDK's client to it
 // over its standard input and output.
-func startMCP(t *testing.T, bin string, args ...string) (*mcp.ClientSession, *syncBuffer) {
+func startMCP(t *testing.T, bin string, args ...string) (*mcp.ClientSession, *syncbuf.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "GPUDX_KB=", asGpudx+"=1")
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	c := mcp.NewClient(&mcp.Implementation{Name: "gpudx-test", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -319,7 +300,7 @@ func TestMCPHelp(t *testing.T) {
 func TestMCPInProcess(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var errb syncBuffer
+	var errb syncbuf.Buffer
 	env := &IO{In: inR, Out: outW, Err: &errb, Getenv: func(string) string { return "" }, Terminal: func(any) bool { return false }}
 	code := make(chan int, 1)
 	go func() {

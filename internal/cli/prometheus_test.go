@@ -13,28 +13,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpudx/gpudx/internal/syncbuf"
 )
-
-// lockedBuf is a buffer written by a running command and read by the test.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // prometheusBinary finds Prometheus (Debian's package prometheus), or
 // skips; under GPUDX_REQUIRE_SERVICES=1 (CI) its absence fails the test.
@@ -87,7 +70,7 @@ func TestPrometheusScrapesWatch(t *testing.T) {
 	defer cancel()
 
 	// gpudx watch, in this process, on a port it picks.
-	var werr lockedBuf
+	var werr syncbuf.Buffer
 	env := &IO{In: strings.NewReader(""), Out: io.Discard, Err: &werr, Getenv: func(string) string { return "" },
 		Terminal: func(any) bool { return false }}
 	watchDone := make(chan int, 1)
@@ -119,7 +102,7 @@ scrape_configs:
 	os.WriteFile(cfgPath, []byte(cfg), 0o644)
 	prom := exec.CommandContext(ctx, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promAddr)
-	var plog lockedBuf
+	var plog syncbuf.Buffer
 	prom.Stdout, prom.Stderr = &plog, &plog
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)

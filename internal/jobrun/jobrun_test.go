@@ -5,29 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpudx/gpudx/internal/syncbuf"
 )
-
-// syncBuffer lets the test read what a running job has printed.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func needSh(t *testing.T) {
 	t.Helper()
@@ -40,7 +23,7 @@ func needSh(t *testing.T) {
 // processes it started), whose trap decides the status.
 func TestForwardSignal(t *testing.T) {
 	needSh(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	sigs := make(chan os.Signal, 1)
 	go func() {
 		deadline := time.Now().Add(10 * time.Second)
@@ -134,7 +117,7 @@ func TestStartError(t *testing.T) {
 // itself, so Run does not send it again; SIGTERM is forwarded.
 func TestForegroundForwardsTermOnly(t *testing.T) {
 	needSh(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	sigs := make(chan os.Signal, 2)
 	go func() {
 		deadline := time.Now().Add(10 * time.Second)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpudx/gpudx/internal/service"
 	"github.com/gpudx/gpudx/internal/store"
+	"github.com/gpudx/gpudx/internal/syncbuf"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/outcome"
@@ -58,9 +59,9 @@ func newService(t *testing.T, st outcome.Store) *service.Service {
 
 // newServer is a Server over the built-in knowledge base, logging into
 // the returned buffer.
-func newServer(t *testing.T, st outcome.Store, opt Options) (*Server, *syncBuffer) {
+func newServer(t *testing.T, st outcome.Store, opt Options) (*Server, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
@@ -79,23 +80,6 @@ func sqliteStore(t *testing.T) outcome.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // req describes one request to a handler.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpudx/gpudx/internal/syncbuf"
 	"github.com/gpudx/gpudx/kb"
 	"github.com/gpudx/gpudx/knowledge"
 	"github.com/gpudx/gpudx/scan"
@@ -44,32 +45,15 @@ func scanner(t *testing.T) *scan.Scanner {
 type watcher struct {
 	t      *testing.T
 	events chan Event
-	notes  *syncBuf
+	notes  *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func start(t *testing.T, cfg Config) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	w := &watcher{t: t, events: make(chan Event, 100), notes: &syncBuf{}, cancel: cancel, done: make(chan error, 1)}
+	w := &watcher{t: t, events: make(chan Event, 100), notes: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	cfg.Scanner, cfg.Notes = scanner(t), w.notes
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
