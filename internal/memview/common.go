@@ -12,10 +12,11 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/gpudx/gpudx/facts"
+	"github.com/gpudx/gpudx/internal/termwidth"
+	"github.com/gpudx/gpudx/internal/view"
 	"github.com/gpudx/gpudx/memory"
 )
 
@@ -58,23 +59,8 @@ func signedSize(d int64) string {
 
 func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
-// group writes n with thousands separators.
-func group(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// group writes n with thousands separators (view.Group).
+func group(n int) string { return view.Group(int64(n)) }
 
 // when writes a trace time (microseconds since the Unix epoch) in UTC; ""
 // when the trace did not record it.
@@ -100,30 +86,11 @@ func frameText(f memory.Frame) string {
 
 // Display width: East Asian wide runes take two columns.
 
-func runeWidth(r rune) int {
-	switch {
-	case r == 0 || unicode.Is(unicode.Mn, r):
-		return 0
-	case r >= 0x1100 && (r <= 0x115f || r == 0x2329 || r == 0x232a ||
-		(r >= 0x2e80 && r <= 0xa4cf && r != 0x303f) ||
-		(r >= 0xac00 && r <= 0xd7a3) ||
-		(r >= 0xf900 && r <= 0xfaff) ||
-		(r >= 0xfe30 && r <= 0xfe4f) ||
-		(r >= 0xff00 && r <= 0xff60) ||
-		(r >= 0xffe0 && r <= 0xffe6) ||
-		(r >= 0x20000 && r <= 0x3fffd)):
-		return 2
-	}
-	return 1
-}
-
-func width(s string) int {
-	n := 0
-	for _, r := range s {
-		n += runeWidth(r)
-	}
-	return n
-}
+// width and runeWidth count terminal columns (package termwidth).
+var (
+	width     = termwidth.String
+	runeWidth = termwidth.Rune
+)
 
 func padRight(s string, w int) string {
 	if d := w - width(s); d > 0 {

@@ -2,52 +2,19 @@ package render
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/gpudx/gpudx/internal/termwidth"
 )
 
 // Terminal layout: prose is wrapped to the width; log lines and commands
 // are never wrapped (a wrapped command breaks when pasted) but cut with an
 // ellipsis. Widths count terminal columns: CJK characters take two.
 
-// runeWidth is the columns r takes in a terminal.
-func runeWidth(r rune) int {
-	switch {
-	case r == 0 || unicode.Is(unicode.Mn, r):
-		return 0
-	case r < 0x1100:
-		return 1
-	case r <= 0x115F, // Hangul Jamo
-		r >= 0x2E80 && r <= 0xA4CF && r != 0x303F, // CJK radicals … Yi
-		r >= 0xAC00 && r <= 0xD7A3,                // Hangul syllables
-		r >= 0xF900 && r <= 0xFAFF,                // CJK compatibility ideographs
-		r >= 0xFE30 && r <= 0xFE4F,                // CJK compatibility forms
-		r >= 0xFF00 && r <= 0xFF60,                // full-width forms
-		r >= 0xFFE0 && r <= 0xFFE6,
-		r >= 0x20000 && r <= 0x3FFFD:
-		return 2
-	}
-	return 1
-}
-
-// strWidth is the columns s takes, ANSI colour codes not counted.
-func strWidth(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b { // skip an escape sequence up to its final letter
-			j := i + 1
-			for j < len(s) && !(s[j] >= '@' && s[j] <= '~' && s[j] != '[') {
-				j++
-			}
-			i = j + 1
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		n += runeWidth(r)
-		i += size
-	}
-	return n
-}
+// runeWidth and strWidth count terminal columns (package termwidth).
+var (
+	runeWidth = termwidth.Rune
+	strWidth  = termwidth.String
+)
 
 // cutTo cuts s to at most width columns, with "…" in the last column when
 // anything was cut. width <= 0 leaves s whole.
