@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -191,18 +190,7 @@ func TestSlowClients(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			const grace = 2 * time.Second
 			s, _ := newServer(t, nil, Options{MaxConcurrent: 8, BodyTimeout: grace})
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- s.Serve(ctx, ln) }()
-			defer func() {
-				cancel()
-				<-served
-			}()
-			addr := ln.Addr().String()
+			addr, _, _ := serveLocal(t, s)
 			start := time.Now()
 			var answers []<-chan string
 			for range 8 {
@@ -268,18 +256,8 @@ func TestBodyDeadlineEnds(t *testing.T) {
 		fmt.Fprint(w, "context: ", r.Context().Err())
 	})
 	s, _ := newServer(t, nil, Options{Web: page, BodyTimeout: 500 * time.Millisecond})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	resp, err := http.Post("http://"+ln.Addr().String()+"/", "text/plain", strings.NewReader("some body"))
+	addr, _, _ := serveLocal(t, s)
+	resp, err := http.Post("http://"+addr+"/", "text/plain", strings.NewReader("some body"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,4 +164,27 @@ func decode(t *testing.T, w *httptest.ResponseRecorder, v any) {
 	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
 		t.Fatalf("%v: %s", err, w.Body)
 	}
+}
+
+// serveLocal starts s on a loopback port, as `gpudx serve` does. cancel
+// begins the shutdown (the drain); served gives what Serve returned. At
+// the test's end the server is stopped and waited for, whatever the test
+// did with them.
+func serveLocal(t *testing.T, s *Server) (addr string, cancel context.CancelFunc, served <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		out <- s.Serve(ctx, ln)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String(), cancel, out
 }

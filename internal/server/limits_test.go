@@ -307,14 +307,7 @@ func TestGracefulShutdown(t *testing.T) {
 	s, _ := newServer(t, nil, Options{Web: b})
 	draining := make(chan struct{})
 	s.onShutdown = func() { close(draining) }
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
+	addr, cancel, served := serveLocal(t, s)
 
 	type result struct {
 		code int
@@ -357,16 +350,10 @@ func TestGracefulShutdown(t *testing.T) {
 func TestDrainTimeout(t *testing.T) {
 	b := newBlocker()
 	s, _ := newServer(t, nil, Options{Web: b, DrainTimeout: time.Nanosecond})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
+	addr, cancel, served := serveLocal(t, s)
 	clientErr := make(chan error, 1)
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -397,14 +384,8 @@ func TestMCPStreamEndsAtShutdown(t *testing.T) {
 		ended <- r.Context().Err()
 	})
 	s, _ := newServer(t, nil, Options{MCP: mcp, MaxConcurrent: 1, DrainTimeout: time.Minute})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	addr, cancel, served := serveLocal(t, s)
+	base := "http://" + addr
 	resp, err := http.Get(base + "/mcp")
 	if err != nil {
 		t.Fatal(err)
