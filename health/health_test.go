@@ -88,7 +88,7 @@ func TestCheck(t *testing.T) {
 			for _, f := range res.Findings {
 				got = append(got, found{f.ID, f.GPU, f.Count, f.Events, f.Drain})
 			}
-			if res.Drain != tt.drain || !equal(got, tt.want) || res.Skipped != tt.skipped {
+			if res.Drain != tt.drain || !slices.Equal(got, tt.want) || res.Skipped != tt.skipped {
 				t.Errorf("drain %v skipped %d findings %+v\nwant drain %v skipped %d findings %+v", res.Drain, res.Skipped, got, tt.drain, tt.skipped, tt.want)
 			}
 		})
@@ -111,18 +111,6 @@ func TestUnjudged(t *testing.T) {
 	if res.Drain || len(res.Findings) != 1 || res.Findings[0].ID != "driver/xid-43-channel-stopped" || !slices.Equal(res.Unjudged, want) {
 		t.Errorf("drain %v findings %+v unjudged %+v", res.Drain, res.Findings, res.Unjudged)
 	}
-}
-
-func equal(a, b []found) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestKmsgRecord(t *testing.T) {

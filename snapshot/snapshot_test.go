@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,7 +84,7 @@ func TestRealSnapshots(t *testing.T) {
 			for _, tr := range s.Traces {
 				events = append(events, tr.Len())
 			}
-			if !equalInts(events, tt.events) {
+			if !slices.Equal(events, tt.events) {
 				t.Errorf("events per device %v, want %v", events, tt.events)
 			}
 			if len(devs) != len(tt.devices) || !devs[tt.devices[0]] {
@@ -97,18 +98,6 @@ func TestRealSnapshots(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The last event of two real files, field by field; the drisspg file holds
