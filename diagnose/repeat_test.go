@@ -117,25 +117,7 @@ func TestRepeatsMatchPlain(t *testing.T) {
 		inputs[name] = repeatsInput(rng, lines[:len(lines)/3], 2, 100)
 	}
 	for _, set := range [][]string{{"repeats.log"}, names} {
-		var gated string
-		{
-			c := NewCollector(s.Entries())
-			for _, name := range set {
-				if len(set) > 1 {
-					c.File(name)
-				}
-				st, err := Plan(s).Visit(bytes.NewReader(inputs[name]), c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.AddStats(st)
-			}
-			j, err := json.Marshal(c.Report())
-			if err != nil {
-				t.Fatal(err)
-			}
-			gated = string(j)
-		}
+		gated := reportJSON(t, s, Plan(s), inputs, set)
 		plain := plainReport(t, s, inputs, set)
 		if gated != plain {
 			t.Fatalf("%v: the report differs from the plain path's: %s", set, diffAt(gated, plain))
