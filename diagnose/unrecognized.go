@@ -218,18 +218,11 @@ func (t *failTracker) report(entries []*kb.Entry, hit func(file string, line int
 	return picked
 }
 
-// reSummary is an error line that only says a run or a command failed,
-// printed after the line that says why: trtexec's closing "&&&& FAILED",
-// its "[E] Engine set up failed", gcc's "collect2: error: ld returned",
-// srun's "task N: Exited with exit code".
-var reSummary = regexp.MustCompile(`(?i)^&&&& FAILED |\] \[E\] (?:Engine set up failed|Failed to create engine from model or file|Parsing model failed)|collect2: error: ld returned|\bExited with exit code\b|returned non-zero exit status|^error: command .* failed with exit (?:code|status)`)
-
 // pickOrder is the order in which fails of kind are considered. Most kinds
 // go newest first: the last exception is the failure. Error lines go
-// oldest first, lines that only sum up a failure (reSummary) last: in the
-// burst that ends a run, the first line says why and the later ones that
-// something failed (trtexec prints four such lines after the parser's
-// error).
+// oldest first: in the burst of them that ends a run, the first says why
+// and the later ones only that something failed (trtexec prints four such
+// lines after the parser's error, the last its "&&&& FAILED").
 func pickOrder(fails []failLine, kind string) []int {
 	idx := make([]int, 0, len(fails))
 	if kind != UnrecognizedErrorLine {
@@ -238,18 +231,12 @@ func pickOrder(fails []failLine, kind string) []int {
 		}
 		return idx
 	}
-	var summary []int
 	for i, f := range fails {
-		if f.kind != kind {
-			continue
-		}
-		if reSummary.MatchString(strings.TrimSpace(f.text)) {
-			summary = append(summary, i)
-		} else {
+		if f.kind == kind {
 			idx = append(idx, i)
 		}
 	}
-	return append(idx, summary...)
+	return idx
 }
 
 // sureOf says how close the best search result is: "close" when search
